@@ -1,0 +1,369 @@
+"""Stage 7 (emit): one OSV 1.7.5 record per revision, and the lifecycle of a record.
+
+Pure functions, dict in, dict out: no clock (``now`` is an argument), no I/O. A record is
+built for a revision that has at least one change of severity LOW or above; the root commit
+of a history is the baseline (a history entry, never an advisory). There is no ``package``
+(OSV has no Hugging Face ecosystem): the GIT range names the repo, the purl
+``pkg:huggingface/org/name@sha`` and the branch go in ``affected[0].database_specific`` and
+our own severity in the top-level ``database_specific`` (OSV ``severity`` is CVSS only).
+
+Lifecycle functions return an edited copy with ``modified`` bumped (strictly later than
+before), or an unchanged copy when there was nothing to do; nothing is ever deleted:
+withdrawal sets ``withdrawn``. The store keeps each edited record (same id) so that
+``modified`` stays truthful.
+
+Imports: stdlib, tracker.model, advisories.ids, advisories.osv_text.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from advisories.ids import advisory_id
+from advisories.osv_text import (
+    KIND_LABEL,
+    TEXT_MAX,
+    esc,
+    fit,
+    join,
+    jsonable,
+    one_line,
+    parse_timestamp,
+    render_details,
+    timestamp,
+)
+from tracker.model.core import Change, ChangeKind, CommitInfo, FileEntry, RevisionDiff, max_severity
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "add_fixed",
+    "build_record",
+    "changed_paths",
+    "content_ids",
+    "full_sha",
+    "is_open",
+    "mark_history_rewritten",
+    "parse_timestamp",
+    "purl",
+    "restores",
+    "set_related",
+    "timestamp",
+    "withdraw",
+]
+
+SCHEMA_VERSION = "1.7.5"
+SUMMARY_MAX = 120
+CHANGES_MAX = 200  # changes kept in database_specific
+_SHA_RE = re.compile(r"[0-9a-f]{40}")
+_KEY_ORDER = (
+    "schema_version",
+    "id",
+    "published",
+    "modified",
+    "withdrawn",
+    "aliases",
+    "upstream",
+    "related",
+    "summary",
+    "details",
+    "severity",
+    "affected",
+    "references",
+    "credits",
+    "database_specific",
+)
+_KIND_ORDER = {kind: i for i, kind in enumerate(ChangeKind)}
+HISTORY_SECTION = "## Record history"
+
+
+# --- building --------------------------------------------------------------------------------
+
+
+def build_record(
+    *,
+    prefix: str,
+    repo_id: str,
+    repo_url: str,
+    commit_url: str,
+    branch: str,
+    commit: CommitInfo,
+    parent: str | None,
+    diff: RevisionDiff,
+    plan_delta: Mapping[str, Any] | None,
+    related: Sequence[str],
+    now: datetime,
+) -> dict[str, Any] | None:
+    """The OSV record of one revision, or None when it deserves none.
+
+    None for the root commit (``parent`` None: the baseline) and for a revision whose
+    changes are all below LOW (README, model card, other files).
+    """
+    flagged = sorted(
+        (c for c in diff.changes if c.severity is not None),
+        key=lambda c: (-c.severity.rank if c.severity else 0, _KIND_ORDER[c.kind], c.path),
+    )
+    if parent is None or not flagged:
+        return None
+    if not repo_url:
+        raise ValueError("a GIT range needs the repo URL")
+    sha = full_sha(commit.sha)
+    severity = max_severity(c.severity for c in flagged)
+    if severity is None:  # unreachable: flagged changes all have one
+        return None
+    record_id = advisory_id(prefix, repo_id, sha)
+    ts = timestamp(now)
+    others = [c for c in diff.changes if c.severity is None]
+    record: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "id": record_id,
+        "published": ts,
+        "modified": ts,
+        "summary": _summary(repo_id, sha, flagged),
+        "details": render_details(
+            repo_id=repo_id,
+            repo_url=repo_url,
+            commit_url=commit_url,
+            branch=branch,
+            commit=commit,
+            parent=parent,
+            severity=severity.value,
+            flagged=flagged,
+            others=others,
+            plan_delta=plan_delta,
+        ),
+        "affected": [
+            {
+                "ranges": [{"type": "GIT", "repo": repo_url, "events": [{"introduced": sha}]}],
+                "database_specific": {"purl": purl(repo_id, sha), "branch": one_line(branch)},
+            }
+        ],
+        "database_specific": {
+            "severity": severity.value,
+            "parent": one_line(parent).lower(),
+            "changes": [_change_entry(c) for c in flagged[:CHANGES_MAX]],
+            "plan_delta": jsonable(plan_delta),
+        },
+    }
+    if len(flagged) > CHANGES_MAX:
+        record["database_specific"]["changes_omitted"] = len(flagged) - CHANGES_MAX
+    if commit_url:
+        record["references"] = [{"type": "WEB", "url": commit_url}]
+    ids = _related(related, record_id)
+    if ids:
+        record["related"] = ids
+    return _ordered(record)
+
+
+def purl(repo_id: str, sha: str | None = None) -> str:
+    """``pkg:huggingface/org/name[@sha]`` (purl spec: namespace and name as given, sha lowercase)."""
+    segments = "/".join(_purl_quote(part) for part in repo_id.split("/") if part)
+    return f"pkg:huggingface/{segments}" + (f"@{sha.lower()}" if sha else "")
+
+
+def full_sha(value: str) -> str:
+    """A full 40-hex commit hash, lowercased; ValueError otherwise."""
+    sha = value.strip().lower()
+    if not _SHA_RE.fullmatch(sha):
+        raise ValueError(f"not a full 40-hex commit hash: {value!r}")
+    return sha
+
+
+# --- lifecycle -------------------------------------------------------------------------------
+
+
+def add_fixed(record: Mapping[str, Any], sha: str, now: datetime) -> dict[str, Any]:
+    """Add a ``fixed`` event: revision ``sha`` restored what the advisory's revision changed."""
+    sha = full_sha(sha)
+    new = copy.deepcopy(dict(record))
+    events = _git_range(new)["events"]
+    if any(e.get("fixed") == sha for e in events):
+        return new
+    if any(sha in e.values() for e in events):
+        raise ValueError(f"{sha} is already an event of {new.get('id')}")
+    events.append({"fixed": sha})
+    url = _sibling_commit_url(new, sha)
+    if url:
+        new.setdefault("references", []).append({"type": "FIX", "url": url})
+    ts = _bump(new, now)
+    _note(new, ts, f"fixed: revision `{sha}` restored the earlier content of the changed files")
+    return _ordered(new)
+
+
+def mark_history_rewritten(
+    record: Mapping[str, Any], *, new_head: str, now: datetime
+) -> dict[str, Any]:
+    """Note that the branch was rewritten and no longer holds this revision; the range stays."""
+    head = full_sha(new_head)
+    new = copy.deepcopy(dict(record))
+    ds = new.setdefault("database_specific", {})
+    previous = ds.get("history_rewritten")
+    if isinstance(previous, dict) and previous.get("new_head") == head:
+        return new
+    ts = _bump(new, now)
+    ds["history_rewritten"] = {"new_head": head, "marked": ts}
+    _note(
+        new,
+        ts,
+        f"history rewritten: the branch head is now `{head}`, which does not descend "
+        "from this revision",
+    )
+    return _ordered(new)
+
+
+def withdraw(record: Mapping[str, Any], reason: str, now: datetime) -> dict[str, Any]:
+    """Withdraw the record (kept and served, never deleted); the reason leads the summary."""
+    new = copy.deepcopy(dict(record))
+    if "withdrawn" in new:
+        return new
+    why = fit(one_line(reason), 200) or "no reason given"
+    ts = _bump(new, now)
+    new["withdrawn"] = ts
+    new["summary"] = fit(f"WITHDRAWN ({why}): {new.get('summary', '')}", SUMMARY_MAX)
+    new["details"] = f"**Withdrawn** {ts}: {esc(why)}\n\n" + str(new.get("details", ""))
+    new.setdefault("database_specific", {})["withdrawn_reason"] = why
+    _note(new, ts, f"withdrawn: {esc(why)}")
+    return _ordered(new)
+
+
+def set_related(record: Mapping[str, Any], ids: Sequence[str], now: datetime) -> dict[str, Any]:
+    """Replace ``related`` (e.g. after a later OSV look-up); bumps ``modified`` only on change."""
+    new = copy.deepcopy(dict(record))
+    wanted = _related(ids, str(new.get("id", "")))
+    if wanted == new.get("related", []):
+        return new
+    if wanted:
+        new["related"] = wanted
+    else:
+        new.pop("related", None)
+    _bump(new, now)
+    return _ordered(new)
+
+
+def is_open(record: Mapping[str, Any]) -> bool:
+    """Neither withdrawn nor fixed: a later revision may still restore its content."""
+    if "withdrawn" in record:
+        return False
+    for affected in record.get("affected") or []:
+        for rng in affected.get("ranges") or []:
+            if any("fixed" in e for e in rng.get("events", [])):
+                return False
+    return True
+
+
+def changed_paths(record: Mapping[str, Any]) -> list[str]:
+    """The repo files the advisory is about (history changes name none; ``#...`` dropped)."""
+    changes = (record.get("database_specific") or {}).get("changes") or []
+    paths = {
+        str(c["path"]).split("#", 1)[0]
+        for c in changes
+        if isinstance(c, dict) and c.get("kind") != ChangeKind.HISTORY.value and c.get("path")
+    }
+    return sorted(paths)
+
+
+def content_ids(files: Iterable[FileEntry], paths: Iterable[str]) -> dict[str, str | None]:
+    """``path -> content id`` (LFS sha256, else git blob id) at one revision; None: absent."""
+    by_path = {f.path: f.content_id for f in files}
+    return {p: by_path.get(p) for p in paths}
+
+
+def restores(
+    paths: Iterable[str], before: Mapping[str, str | None], later: Mapping[str, str | None]
+) -> bool:
+    """Whether a later revision put back every changed file as it was before the advisory.
+
+    ``paths`` = :func:`changed_paths` of advisory A; ``before`` = :func:`content_ids` at A's
+    parent, ``later`` = at the later revision. A file A added counts as restored when it is
+    gone again. Whole-file identity: a re-serialised but equal file is not a restore (no
+    false "fixed").
+    """
+    wanted = list(paths)
+    return bool(wanted) and all(before.get(p) == later.get(p) for p in wanted)
+
+
+# --- Markdown and helpers --------------------------------------------------------------------
+
+
+def _summary(repo_id: str, sha: str, flagged: Sequence[Change]) -> str:
+    kinds: list[ChangeKind] = []
+    for change in flagged:
+        if change.kind not in kinds:
+            kinds.append(change.kind)
+    parts = []
+    if ChangeKind.HISTORY in kinds:
+        kinds.remove(ChangeKind.HISTORY)
+        parts.append("history rewritten")
+    if kinds:
+        parts.append(join([KIND_LABEL[k] for k in kinds]) + " changed")
+    return fit(f"{one_line(repo_id)} {sha[:7]}: {'; '.join(parts)}", SUMMARY_MAX)
+
+
+def _change_entry(change: Change) -> dict[str, Any]:
+    return {
+        "kind": change.kind.value,
+        "path": fit(one_line(change.path), TEXT_MAX),
+        "summary": fit(one_line(change.summary), TEXT_MAX),
+        "severity": change.severity.value if change.severity else None,
+        "topics": [fit(one_line(t), 100) for t in change.topics[:50]],
+    }
+
+
+def _related(ids: Iterable[str], own: str) -> list[str]:
+    return sorted({one_line(i) for i in ids if isinstance(i, str) and i.strip()} - {own, ""})
+
+
+def _git_range(record: dict[str, Any]) -> dict[str, Any]:
+    for affected in record.get("affected") or []:
+        for rng in affected.get("ranges") or []:
+            if isinstance(rng, dict) and rng.get("type") == "GIT":
+                return rng
+    raise ValueError(f"record {record.get('id')} has no GIT range")
+
+
+def _sibling_commit_url(record: Mapping[str, Any], sha: str) -> str | None:
+    """The commit page of ``sha``, made from the advisory's own commit reference."""
+    introduced = next(
+        (e["introduced"] for e in _git_range(dict(record))["events"] if "introduced" in e), None
+    )
+    for ref in record.get("references") or []:
+        url = str(ref.get("url", ""))
+        if ref.get("type") == "WEB" and introduced and url.endswith(introduced):
+            return url[: -len(introduced)] + sha
+    return None
+
+
+def _bump(record: dict[str, Any], now: datetime) -> str:
+    """Set ``modified`` to ``now``, or one second past the old value if the clock lags."""
+    stamp = parse_timestamp(timestamp(now))
+    old = record.get("modified")
+    if isinstance(old, str):
+        previous = parse_timestamp(old)
+        if stamp <= previous:
+            stamp = previous.replace(microsecond=0) + timedelta(seconds=1)
+    record["modified"] = timestamp(stamp)
+    return str(record["modified"])
+
+
+def _note(record: dict[str, Any], ts: str, text: str) -> None:
+    details = str(record.get("details", "")).rstrip("\n")
+    if HISTORY_SECTION not in details:
+        details += f"\n\n{HISTORY_SECTION}\n"
+    record["details"] = f"{details}\n- {ts}: {text}\n"
+
+
+def _ordered(record: dict[str, Any]) -> dict[str, Any]:
+    rank = {k: i for i, k in enumerate(_KEY_ORDER)}
+    return {k: record[k] for k in sorted(record, key=lambda k: (rank.get(k, len(rank)), k))}
+
+
+def _purl_quote(part: str) -> str:
+    return "".join(
+        ch
+        if ch.isascii() and (ch.isalnum() or ch in "-._~")
+        else "".join(f"%{b:02X}" for b in ch.encode())
+        for ch in part
+    )

@@ -1,0 +1,220 @@
+"""Stage 7 (emit): outbound webhooks per the Standard Webhooks spec (standardwebhooks.com).
+
+- Secrets are ``whsec_`` + base64 of 24-64 random bytes; the HMAC key is the decoded bytes.
+- A message is signed as ``v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`` and sent
+  with ``webhook-id``, ``webhook-timestamp`` (Unix seconds) and ``webhook-signature``.
+- Destinations are resolved and refused when any address is loopback, private, link-local,
+  multicast, unspecified or otherwise not global, unless the caller allows private ones.
+  The check runs again at every delivery (DNS answers change); redirects are never followed.
+
+Settings arrive as arguments (layer 2). Imports: stdlib, httpx.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import ipaddress
+import json
+import re
+import secrets
+import socket
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+SECRET_PREFIX = "whsec_"
+SECRET_MIN_BYTES, SECRET_MAX_BYTES = 24, 64
+URL_MAX = 2000
+TIMEOUT = httpx.Timeout(10.0, connect=5.0)
+USER_AGENT = "hubwatch-webhooks/0.1"
+
+Resolver = Callable[[str, int], list[str]]
+
+
+class DestinationRefused(ValueError):
+    """A webhook URL that hubwatch will not POST to (bad scheme, private address, ...)."""
+
+
+def new_secret() -> str:
+    """A fresh Standard Webhooks secret (32 random bytes)."""
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode("ascii")
+
+
+def secret_key(secret: str) -> bytes:
+    """The HMAC key of a ``whsec_`` secret; ValueError when it is not one."""
+    if not isinstance(secret, str) or not secret.startswith(SECRET_PREFIX):
+        raise ValueError("a webhook secret starts with whsec_")
+    body = secret[len(SECRET_PREFIX) :]
+    try:
+        key = base64.b64decode(body + "=" * (-len(body) % 4), validate=True)
+    except (binascii.Error, ValueError) as e:
+        raise ValueError("a webhook secret is whsec_ followed by base64") from e
+    if not SECRET_MIN_BYTES <= len(key) <= SECRET_MAX_BYTES:
+        raise ValueError(f"a webhook secret holds {SECRET_MIN_BYTES} to {SECRET_MAX_BYTES} bytes")
+    return key
+
+
+def sign(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
+    """The ``webhook-signature`` value of one message."""
+    signed = f"{msg_id}.{timestamp}.".encode() + body
+    digest = hmac.new(secret_key(secret), signed, hashlib.sha256).digest()
+    return "v1," + base64.b64encode(digest).decode("ascii")
+
+
+def signed_headers(secret: str, msg_id: str, timestamp: int, body: bytes) -> dict[str, str]:
+    return {
+        "webhook-id": msg_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": sign(secret, msg_id, timestamp, body),
+        "content-type": "application/json",
+        "user-agent": USER_AGENT,
+    }
+
+
+def encode_body(payload: Mapping[str, Any]) -> bytes:
+    """The exact bytes that are signed and sent."""
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), default=str).encode(
+        "utf-8"
+    )
+
+
+# ---------------------------------------------------------------- destinations
+def _system_resolver(host: str, port: int) -> list[str]:
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return sorted({str(info[4][0]) for info in infos})
+
+
+def forbidden_reason(address: str) -> str | None:
+    """Why an IP address is no public destination, or None when it is one."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    for name, flag in (
+        ("loopback", ip.is_loopback),
+        ("unspecified", ip.is_unspecified),
+        ("link-local", ip.is_link_local),
+        ("multicast", ip.is_multicast),
+        ("private", ip.is_private),
+        ("reserved", ip.is_reserved),
+    ):
+        if flag:
+            return name
+    if not ip.is_global:
+        return "non-global"
+    return None
+
+
+def split_url(url: str) -> tuple[str, str, int]:
+    """(scheme, host, port) of an http(s) URL; DestinationRefused for anything else."""
+    if not isinstance(url, str) or not url or len(url) > URL_MAX:
+        raise DestinationRefused(f"a webhook URL is an http(s) URL of at most {URL_MAX} characters")
+    if any(c.isspace() or ord(c) < 32 for c in url):
+        raise DestinationRefused("a webhook URL may not contain whitespace or control characters")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as e:
+        raise DestinationRefused(f"not a valid URL: {e}") from e
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise DestinationRefused("a webhook URL must use http or https")
+    host = parts.hostname
+    if not host:
+        raise DestinationRefused("a webhook URL needs a host")
+    return scheme, host, port or (443 if scheme == "https" else 80)
+
+
+def check_destination(
+    url: str,
+    *,
+    allow_private: bool,
+    resolve: Resolver | None = None,
+    require_resolution: bool = True,
+) -> list[str]:
+    """Resolve ``url``'s host and refuse it unless every address is public (or allowed).
+
+    Returns the addresses. ``require_resolution=False`` accepts a name that does not resolve
+    now (subscribing ahead of DNS); the check at delivery time always requires it.
+    """
+    _, host, port = split_url(url)
+    try:
+        literal = ipaddress.ip_address(host.strip("[]"))
+        addresses = [str(literal)]
+    except ValueError:
+        if host.lower().rstrip(".") == "localhost" or host.lower().endswith(".localhost"):
+            addresses = ["127.0.0.1"]
+        else:
+            try:
+                addresses = (resolve or _system_resolver)(host, port)
+            except (OSError, UnicodeError) as e:
+                if require_resolution:
+                    raise DestinationRefused(f"cannot resolve {host}: {e}") from e
+                return []
+    if not addresses and require_resolution:
+        raise DestinationRefused(f"cannot resolve {host}")
+    if not allow_private:
+        for address in addresses:
+            reason = forbidden_reason(address)
+            if reason is not None:
+                raise DestinationRefused(
+                    f"{host} resolves to a {reason} address ({address}); "
+                    "set [webhooks] allow_private_destinations = true to allow it"
+                )
+    return addresses
+
+
+_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+
+
+def validate_subscription(url: str, repos: Sequence[str] | None, secret: str | None, *, allow_private: bool) -> None:
+    """ValueError (DestinationRefused for the URL) when a subscription request is unacceptable.
+
+    A host that does not resolve yet is accepted here; every delivery checks again.
+    """
+    check_destination(url, allow_private=allow_private, require_resolution=False)
+    for r in repos or ():
+        if not isinstance(r, str) or not _REPO_ID.match(r):
+            raise ValueError(f"invalid repo id {str(r)[:200]!r}: want org/name")
+    if secret is not None:
+        secret_key(secret)
+
+
+# ---------------------------------------------------------------- delivery
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one POST achieved: ok only for a 2xx answer."""
+
+    ok: bool
+    status_code: int | None = None
+    error: str | None = None
+
+
+def post(
+    client: httpx.Client,
+    url: str,
+    *,
+    secret: str,
+    msg_id: str,
+    timestamp: int,
+    body: bytes,
+) -> Outcome:
+    """One signed POST; never follows redirects, never reads more than the status line."""
+    headers = signed_headers(secret, msg_id, timestamp, body)
+    try:
+        request = client.build_request("POST", url, content=body, headers=headers, timeout=TIMEOUT)
+        response = client.send(request, stream=True, follow_redirects=False)
+    except httpx.HTTPError as e:
+        return Outcome(False, None, f"{type(e).__name__}: {e}"[:500])
+    try:
+        code = response.status_code
+    finally:
+        response.close()
+    if 200 <= code < 300:
+        return Outcome(True, code)
+    return Outcome(False, code, f"HTTP {code}")

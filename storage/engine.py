@@ -1,0 +1,58 @@
+"""Engines and migrations: SQLite (WAL, foreign keys, busy timeout) or PostgreSQL by URL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.pool import NullPool
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+
+def normalise_url(url: str) -> str:
+    """Accept the common PostgreSQL spellings and pick the psycopg 3 driver."""
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    """An engine for ``url``; SQLite files get WAL mode and foreign keys on every connection."""
+    url = normalise_url(url)
+    if url.startswith("sqlite"):
+        if url not in ("sqlite://", "sqlite:///:memory:"):
+            path = url.split("///", 1)[-1]
+            if path:
+                Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            url, connect_args={"check_same_thread": False, "timeout": 30}, poolclass=NullPool, **kwargs
+        )
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA busy_timeout=30000")
+            cur.close()
+
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10, **kwargs)
+
+
+def alembic_config(engine: Engine) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.attributes["engine"] = engine
+    return cfg
+
+
+def migrate(engine: Engine, revision: str = "head") -> None:
+    """Bring the schema to ``revision`` (Alembic); safe to call on every start."""
+    command.upgrade(alembic_config(engine), revision)

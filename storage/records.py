@@ -1,0 +1,103 @@
+"""What the store hands out: plain frozen records, independent of the SQL rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from tracker.model import Change
+
+
+@dataclass(frozen=True, slots=True)
+class RepoRecord:
+    """A tracked repo and its polling state."""
+
+    id: str
+    source: str
+    source_kind: str  # "hub" | "git"
+    branch: str
+    backfill: str
+    active: bool
+    head_sha: str | None
+    added_at: datetime
+    last_poll_at: datetime | None = None
+    last_success_at: datetime | None = None
+    last_change_at: datetime | None = None
+    last_error: str | None = None
+    last_error_kind: str | None = None
+    failures: int = 0
+    next_check_at: datetime | None = None
+    revisions: int = 0
+
+    @property
+    def status(self) -> str:
+        if not self.active:
+            return "untracked"
+        if self.last_error:
+            return "error"
+        if self.last_poll_at is None:
+            return "new"
+        return "ok"
+
+
+@dataclass(frozen=True, slots=True)
+class RevisionRecord:
+    """One stored revision with its changes (and plan, when asked for)."""
+
+    repo_id: str
+    sha: str
+    seq: int
+    parent: str | None
+    parents: tuple[str, ...]
+    committed_at: datetime
+    title: str
+    message: str
+    authors: tuple[str, ...]
+    severity: str | None
+    advisory_id: str | None
+    reachable: bool
+    error: str | None
+    chain_hash: str
+    recorded_at: datetime
+    tree_key: str | None = None
+    changes: tuple[Change, ...] = ()
+    plan: dict[str, Any] | None = None
+    plan_delta: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AdvisoryRecord:
+    id: str
+    repo_id: str
+    sha: str
+    severity: str
+    published: datetime
+    modified: datetime
+    withdrawn: datetime | None
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class NewRevision:
+    """Everything one revision produces, written by ``Store.record_revision`` in one transaction."""
+
+    repo_id: str
+    sha: str
+    parent: str | None
+    parents: tuple[str, ...]
+    committed_at: datetime
+    title: str
+    message: str
+    authors: tuple[str, ...]
+    changes: tuple[Change, ...]
+    severity: str | None
+    tree: bytes | None  # serialised file tree, stored content-addressed
+    blobs: dict[str, bytes] = field(default_factory=dict)  # new content keyed by blob key
+    plan: dict[str, Any] | None = None
+    plan_delta: dict[str, Any] | None = None
+    advisory: dict[str, Any] | None = None  # OSV record
+    advisory_updates: tuple[tuple[dict[str, Any], str], ...] = ()  # (edited record, reason)
+    error: str | None = None
+    new_head: str | None = None  # the repo's head after this revision
+    unreachable: tuple[str, ...] = ()  # shas a history rewrite dropped from the branch

@@ -1,0 +1,536 @@
+"""The Store: domain values in, domain values out; SQL rows never leave this package.
+
+One ``Store`` per process; it is thread-safe (a session per call). Writes that belong
+together (a revision, its changes, plan, blobs, advisory and the repo's new head) happen in
+one transaction, so a crash leaves either all of a revision or none of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Engine, func, or_, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from storage.engine import make_engine, migrate
+from storage.outbox import enqueue_advisory_event
+from storage.records import AdvisoryRecord, NewRevision, RepoRecord, RevisionRecord
+from storage.tables import (
+    AdvisoryEditRow,
+    AdvisoryRow,
+    BlobRow,
+    ChangeRow,
+    PlanRow,
+    RepoRow,
+    RevisionRow,
+)
+from storage.trees import parse_tree
+from tracker.model import Change, ChangeKind, Severity, Snapshot
+from tracker.model.keys import content_key, header_key
+
+
+def open_store(url: str, *, run_migrations: bool = True) -> Store:
+    """Open (and migrate) the database at ``url``."""
+    engine = make_engine(url)
+    if run_migrations:
+        migrate(engine)
+    return Store(engine)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Store:
+    """Repos, revisions, blobs, plans and advisories (subscriptions live in storage.outbox)."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        with Session(self.engine, expire_on_commit=False) as s:
+            yield s
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def ping(self) -> bool:
+        with self.engine.connect() as c:
+            c.exec_driver_sql("SELECT 1")
+        return True
+
+    # ---------------------------------------------------------------- repos
+    def add_repo(
+        self, repo_id: str, *, source: str, source_kind: str, branch: str = "main", backfill: str = "all",
+        now: datetime | None = None,
+    ) -> tuple[RepoRecord, bool]:
+        """Track a repo (or re-activate an untracked one). Returns (record, created)."""
+        now = now or utcnow()
+        with self.session() as s:
+            row = s.get(RepoRow, repo_id)
+            created = row is None
+            if row is None:
+                row = RepoRow(
+                    id=repo_id, source=source, source_kind=source_kind, branch=branch, backfill=backfill,
+                    added_at=now, next_check_at=now,
+                )
+            else:
+                row.active = True
+                row.source, row.source_kind, row.branch = source, source_kind, branch
+                row.next_check_at = now
+            s.add(row)
+            try:
+                s.commit()
+            except IntegrityError:  # a concurrent track of the same repo won
+                s.rollback()
+                created = False
+            return self._repo(s, repo_id), created
+
+    def untrack(self, repo_id: str) -> bool:
+        with self.session() as s:
+            row = s.get(RepoRow, repo_id)
+            if row is None or not row.active:
+                return False
+            row.active = False
+            row.lease_owner = row.lease_expires_at = None
+            s.add(row)
+            s.commit()
+            return True
+
+    def get_repo(self, repo_id: str) -> RepoRecord | None:
+        with self.session() as s:
+            return self._repo(s, repo_id) if s.get(RepoRow, repo_id) else None
+
+    def list_repos(self, *, include_inactive: bool = False) -> list[RepoRecord]:
+        with self.session() as s:
+            q = select(RepoRow).order_by(col(RepoRow.id))
+            if not include_inactive:
+                q = q.where(RepoRow.active == True)  # noqa: E712
+            rows = s.exec(q).all()
+            counts = dict(
+                s.exec(select(RevisionRow.repo_id, func.count()).group_by(col(RevisionRow.repo_id))).all()
+            )
+            return [_repo_record(r, counts.get(r.id, 0)) for r in rows]
+
+    def _repo(self, s: Session, repo_id: str) -> RepoRecord:
+        row = s.get(RepoRow, repo_id)
+        assert row is not None
+        n = s.exec(select(func.count()).select_from(RevisionRow).where(RevisionRow.repo_id == repo_id)).one()
+        return _repo_record(row, int(n))
+
+    def record_poll(
+        self, repo_id: str, *, now: datetime, error: str | None = None, error_kind: str | None = None,
+        next_check_at: datetime | None = None, changed: bool = False,
+    ) -> None:
+        """Remember the outcome of one check: the error (or its absence) and the next check time."""
+        with self.session() as s:
+            row = s.get(RepoRow, repo_id)
+            if row is None:
+                return
+            row.last_poll_at = now
+            if error is None:
+                row.last_success_at = now
+                row.last_error = row.last_error_kind = None
+                row.failures = 0
+                if changed:
+                    row.last_change_at = now
+            else:
+                row.last_error = error[:2000]
+                row.last_error_kind = error_kind
+                row.failures += 1
+            if next_check_at is not None:
+                row.next_check_at = next_check_at
+            s.add(row)
+            s.commit()
+
+    def mark_due(self, repo_id: str, now: datetime | None = None) -> bool:
+        """Make a repo due at once (a Hub webhook or firehose said it moved)."""
+        with self.session() as s:
+            res = s.execute(
+                update(RepoRow).where(col(RepoRow.id) == repo_id, col(RepoRow.active)).values(next_check_at=now or utcnow())
+            )
+            s.commit()
+            return bool(res.rowcount)  # type: ignore[attr-defined]
+
+    def claim_due(self, owner: str, *, now: datetime, limit: int, lease_seconds: int) -> list[RepoRecord]:
+        """Lease up to ``limit`` due repos to ``owner``; expired leases are taken over.
+
+        On PostgreSQL the candidates are locked with ``FOR UPDATE SKIP LOCKED``, so several
+        daemons never claim the same repo; on SQLite the write lock serialises claims.
+        """
+        with self.session() as s:
+            q = (
+                select(RepoRow)
+                .where(col(RepoRow.active), col(RepoRow.next_check_at) <= now)
+                .where(or_(col(RepoRow.lease_expires_at).is_(None), col(RepoRow.lease_expires_at) < now))
+                .order_by(col(RepoRow.next_check_at))
+                .limit(limit)
+            )
+            if self.dialect == "postgresql":
+                q = q.with_for_update(skip_locked=True)
+            rows = s.exec(q).all()
+            for row in rows:
+                row.lease_owner = owner
+                row.lease_expires_at = now + timedelta(seconds=lease_seconds)
+                s.add(row)
+            s.commit()
+            return [_repo_record(r, 0) for r in rows]
+
+    def renew_lease(self, repo_id: str, owner: str, *, now: datetime, lease_seconds: int) -> bool:
+        with self.session() as s:
+            res = s.execute(
+                update(RepoRow)
+                .where(col(RepoRow.id) == repo_id, col(RepoRow.lease_owner) == owner)
+                .values(lease_expires_at=now + timedelta(seconds=lease_seconds))
+            )
+            s.commit()
+            return bool(res.rowcount)  # type: ignore[attr-defined]
+
+    def release(self, repo_id: str, owner: str) -> None:
+        with self.session() as s:
+            s.execute(
+                update(RepoRow)
+                .where(col(RepoRow.id) == repo_id, col(RepoRow.lease_owner) == owner)
+                .values(lease_owner=None, lease_expires_at=None)
+            )
+            s.commit()
+
+    # ---------------------------------------------------------------- blobs
+    def get_blob(self, key: str) -> bytes | None:
+        with self.session() as s:
+            row = s.get(BlobRow, key)
+            return None if row is None else bytes(row.data)
+
+    def get_blobs(self, keys: Iterable[str]) -> dict[str, bytes]:
+        """Several blobs in one query; missing keys are absent from the result."""
+        keys = list(dict.fromkeys(keys))
+        out: dict[str, bytes] = {}
+        with self.session() as s:
+            for i in range(0, len(keys), 500):
+                rows = s.exec(select(BlobRow).where(col(BlobRow.key).in_(keys[i : i + 500]))).all()
+                out.update({r.key: bytes(r.data) for r in rows})
+        return out
+
+    # ---------------------------------------------------------------- revisions
+    def reachable_shas(self, repo_id: str) -> set[str]:
+        """Stored revisions still on the tracked branch (not dropped by a history rewrite)."""
+        with self.session() as s:
+            return set(s.exec(
+                select(RevisionRow.sha).where(RevisionRow.repo_id == repo_id, col(RevisionRow.reachable))
+            ).all())
+
+    def mark_unreachable(self, repo_id: str, shas: Iterable[str], *, head: str | None = None) -> None:
+        """A history rewrite dropped ``shas`` from the branch; they stay stored, flagged."""
+        shas = list(shas)
+        with self.session() as s:
+            if shas:
+                s.execute(update(RevisionRow).where(
+                    col(RevisionRow.repo_id) == repo_id, col(RevisionRow.sha).in_(shas)
+                ).values(reachable=False))
+            if head is not None:
+                s.execute(update(RepoRow).where(col(RepoRow.id) == repo_id).values(head_sha=head))
+            s.commit()
+
+    def known_shas(self, repo_id: str) -> set[str]:
+        with self.session() as s:
+            return set(s.exec(select(RevisionRow.sha).where(RevisionRow.repo_id == repo_id)).all())
+
+    def last_revision(self, repo_id: str) -> RevisionRecord | None:
+        with self.session() as s:
+            row = s.exec(
+                select(RevisionRow).where(RevisionRow.repo_id == repo_id).order_by(col(RevisionRow.seq).desc()).limit(1)
+            ).first()
+            return None if row is None else _revision_record(row)
+
+    def record_revision(self, rev: NewRevision, *, now: datetime | None = None) -> bool:
+        """Write one revision and everything it produced in one transaction.
+
+        Returns False (and writes nothing) when the revision is already stored: reprocessing,
+        a crash and retry, or a second daemon are all no-ops.
+        """
+        now = now or utcnow()
+        with self.session() as s:
+            exists = s.exec(
+                select(RevisionRow.id).where(RevisionRow.repo_id == rev.repo_id, RevisionRow.sha == rev.sha)
+            ).first()
+            if exists is not None:
+                return False
+            last = s.exec(
+                select(RevisionRow.seq, RevisionRow.chain_hash)
+                .where(RevisionRow.repo_id == rev.repo_id)
+                .order_by(col(RevisionRow.seq).desc())
+                .limit(1)
+            ).first()
+            seq, prev_hash = (last[0] + 1, last[1]) if last else (1, "")
+            tree_key = None
+            blobs = dict(rev.blobs)
+            if rev.tree is not None:
+                tree_key = "tree:" + hashlib.sha256(rev.tree).hexdigest()
+                blobs[tree_key] = rev.tree
+            self._put_blobs(s, blobs)
+            row = RevisionRow(
+                repo_id=rev.repo_id, sha=rev.sha, seq=seq, parent=rev.parent, parents=list(rev.parents),
+                committed_at=rev.committed_at, title=rev.title, message=rev.message, authors=list(rev.authors),
+                severity=rev.severity, advisory_id=(rev.advisory or {}).get("id"), tree_key=tree_key,
+                error=rev.error, chain_hash=chain_hash(prev_hash, rev), recorded_at=now,
+            )
+            s.add(row)
+            s.flush()
+            assert row.id is not None
+            for i, ch in enumerate(rev.changes):
+                s.add(ChangeRow(
+                    revision_id=row.id, idx=i, kind=ch.kind.value, path=ch.path, summary=ch.summary,
+                    severity=ch.severity.value if ch.severity else None, topics=list(ch.topics),
+                    detail=_jsonable(ch.detail),
+                ))
+            if rev.plan is not None:
+                s.add(PlanRow(revision_id=row.id, plan=rev.plan, delta=rev.plan_delta))
+            if rev.advisory is not None:
+                self._insert_advisory(s, rev.repo_id, rev.sha, rev.advisory, now)
+            for record, reason in rev.advisory_updates:
+                self._edit_advisory(s, record, reason)
+            if rev.unreachable:
+                s.execute(
+                    update(RevisionRow)
+                    .where(col(RevisionRow.repo_id) == rev.repo_id, col(RevisionRow.sha).in_(rev.unreachable))
+                    .values(reachable=False)
+                )
+            if rev.new_head is not None:
+                s.execute(update(RepoRow).where(col(RepoRow.id) == rev.repo_id).values(head_sha=rev.new_head))
+            try:
+                s.commit()
+            except IntegrityError:  # another daemon recorded it between our check and commit
+                s.rollback()
+                return False
+            return True
+
+    def set_head(self, repo_id: str, sha: str | None) -> None:
+        with self.session() as s:
+            s.execute(update(RepoRow).where(col(RepoRow.id) == repo_id).values(head_sha=sha))
+            s.commit()
+
+    def _put_blobs(self, s: Session, blobs: dict[str, bytes]) -> None:
+        if not blobs:
+            return
+        have = set(s.exec(select(BlobRow.key).where(col(BlobRow.key).in_(list(blobs)))).all())
+        for key, data in blobs.items():
+            if key not in have:
+                s.add(BlobRow(key=key, size=len(data), data=data))
+
+    def history(
+        self, repo_id: str, *, limit: int | None = None, before_seq: int | None = None, with_changes: bool = True
+    ) -> list[RevisionRecord]:
+        """Revisions newest first; ``before_seq`` is the cursor (stable under new arrivals)."""
+        with self.session() as s:
+            q = select(RevisionRow).where(RevisionRow.repo_id == repo_id)
+            if before_seq is not None:
+                q = q.where(RevisionRow.seq < before_seq)
+            q = q.order_by(col(RevisionRow.seq).desc())
+            if limit is not None:
+                q = q.limit(limit)
+            rows = s.exec(q).all()
+            changes = self._changes(s, [r.id for r in rows if r.id is not None]) if with_changes else {}
+            return [_revision_record(r, changes.get(r.id or 0, ())) for r in rows]
+
+    def get_revision(self, repo_id: str, rev: str) -> RevisionRecord | None:
+        """One revision by full sha or a unique prefix (at least 4 hex digits), with plan."""
+        rev = rev.strip().lower()
+        with self.session() as s:
+            q = select(RevisionRow).where(RevisionRow.repo_id == repo_id)
+            if len(rev) >= 40:
+                q = q.where(RevisionRow.sha == rev)
+            elif len(rev) >= 4:
+                q = q.where(col(RevisionRow.sha).startswith(rev))
+            else:
+                return None
+            rows = s.exec(q.limit(2)).all()
+            if len(rows) != 1:
+                return None
+            row = rows[0]
+            assert row.id is not None
+            plan_row = s.get(PlanRow, row.id)
+            return _revision_record(
+                row, self._changes(s, [row.id]).get(row.id, ()),
+                plan=plan_row.plan if plan_row else None, delta=plan_row.delta if plan_row else None,
+            )
+
+    def snapshot(self, repo_id: str, sha: str) -> Snapshot | None:
+        """Rebuild a stored revision's snapshot (tree + stored contents), no source access."""
+        rev = self.get_revision(repo_id, sha)
+        if rev is None or rev.tree_key is None:
+            return None
+        tree_bytes = self.get_blob(rev.tree_key)
+        if tree_bytes is None:
+            return None
+        files = parse_tree(tree_bytes)
+        found = self.get_blobs([*(content_key(f) for f in files), *(header_key(f) for f in files if f.lfs_sha256 or f.path.endswith(".safetensors"))])
+        contents = {f.path: found[content_key(f)] for f in files if content_key(f) in found}
+        headers = {f.path: found[header_key(f)] for f in files if header_key(f) in found}
+        return Snapshot(sha=rev.sha, files=files, contents=contents, safetensors_headers=headers)
+
+    def plan_at(self, repo_id: str, seq: int) -> dict[str, Any] | None:
+        """The plan in force at revision ``seq``: the newest stored plan at or before it."""
+        with self.session() as s:
+            row = s.exec(
+                select(PlanRow.plan)
+                .join(RevisionRow, col(RevisionRow.id) == col(PlanRow.revision_id))
+                .where(RevisionRow.repo_id == repo_id, RevisionRow.seq <= seq)
+                .order_by(col(RevisionRow.seq).desc())
+                .limit(1)
+            ).first()
+            return row
+
+    def commit_graph(self, repo_id: str) -> dict[str, tuple[str, ...]]:
+        """sha -> parents of every stored revision of the repo (for OSV range queries)."""
+        with self.session() as s:
+            return {sha: tuple(p or ()) for sha, p in s.exec(
+                select(RevisionRow.sha, RevisionRow.parents).where(RevisionRow.repo_id == repo_id)
+            ).all()}
+
+    def repos_with_commit(self, sha: str) -> list[str]:
+        with self.session() as s:
+            return list(s.exec(select(RevisionRow.repo_id).where(RevisionRow.sha == sha)).all())
+
+    def _changes(self, s: Session, revision_ids: list[int]) -> dict[int, tuple[Change, ...]]:
+        if not revision_ids:
+            return {}
+        out: dict[int, list[Change]] = {}
+        rows = s.exec(
+            select(ChangeRow).where(col(ChangeRow.revision_id).in_(revision_ids)).order_by(col(ChangeRow.idx))
+        ).all()
+        for r in rows:
+            out.setdefault(r.revision_id, []).append(Change(
+                kind=ChangeKind(r.kind), path=r.path, summary=r.summary, topics=tuple(r.topics or ()),
+                severity=Severity(r.severity) if r.severity else None, detail=r.detail or {},
+            ))
+        return {k: tuple(v) for k, v in out.items()}
+
+    # ---------------------------------------------------------------- advisories
+    def _insert_advisory(self, s: Session, repo_id: str, sha: str, record: dict[str, Any], now: datetime) -> None:
+        if s.get(AdvisoryRow, record["id"]) is not None:
+            return
+        s.add(AdvisoryRow(
+            id=record["id"], repo_id=repo_id, sha=sha, severity=_record_severity(record),
+            published=_ts(record.get("published")) or now, modified=_ts(record["modified"]) or now,
+            withdrawn=_ts(record.get("withdrawn")), record=record,
+        ))
+        s.flush()
+        s.add(AdvisoryEditRow(advisory_id=record["id"], version=1, modified=_ts(record["modified"]) or now,
+                              reason="published", record=record))
+        enqueue_advisory_event(s, repo_id, record, "advisory.published", now)
+
+    def _edit_advisory(self, s: Session, record: dict[str, Any], reason: str) -> None:
+        row = s.get(AdvisoryRow, record["id"])
+        if row is None:
+            return
+        row.record = record
+        row.modified = _ts(record["modified"]) or row.modified
+        row.withdrawn = _ts(record.get("withdrawn"))
+        row.severity = _record_severity(record)
+        s.add(row)
+        version = s.exec(
+            select(func.max(AdvisoryEditRow.version)).where(AdvisoryEditRow.advisory_id == record["id"])
+        ).one() or 0
+        s.add(AdvisoryEditRow(advisory_id=record["id"], version=int(version) + 1, modified=row.modified,
+                              reason=reason, record=record))
+        enqueue_advisory_event(s, row.repo_id, record, "advisory.updated", row.modified)
+
+    def update_advisories(self, updates: Iterable[tuple[dict[str, Any], str]]) -> None:
+        """Store edited records (each bumps ``modified``); a new version row keeps the old one."""
+        with self.session() as s:
+            for record, reason in updates:
+                self._edit_advisory(s, record, reason)
+            s.commit()
+
+    def get_advisory(self, advisory_id: str) -> AdvisoryRecord | None:
+        with self.session() as s:
+            row = s.get(AdvisoryRow, advisory_id)
+            return None if row is None else _advisory_record(row)
+
+    def list_advisories(self, repo_id: str | None = None, *, limit: int | None = None) -> list[AdvisoryRecord]:
+        """Advisories, most recently modified first."""
+        with self.session() as s:
+            q = select(AdvisoryRow)
+            if repo_id is not None:
+                q = q.where(AdvisoryRow.repo_id == repo_id)
+            q = q.order_by(col(AdvisoryRow.modified).desc(), col(AdvisoryRow.id))
+            if limit is not None:
+                q = q.limit(limit)
+            return [_advisory_record(r) for r in s.exec(q).all()]
+
+    def count_advisories(self) -> int:
+        with self.session() as s:
+            return int(s.exec(select(func.count()).select_from(AdvisoryRow)).one())
+
+    def advisory_versions(self, advisory_id: str) -> list[tuple[int, datetime, str]]:
+        with self.session() as s:
+            rows = s.exec(
+                select(AdvisoryEditRow).where(AdvisoryEditRow.advisory_id == advisory_id).order_by(col(AdvisoryEditRow.version))
+            ).all()
+            return [(r.version, r.modified, r.reason) for r in rows]
+
+
+def chain_hash(prev: str, rev: NewRevision) -> str:
+    """A hash chaining each revision to the one recorded before it: tampering shows."""
+    body = json.dumps(
+        [prev, rev.sha, rev.parent, rev.severity, [(c.kind.value, c.path, c.summary) for c in rev.changes]],
+        sort_keys=True,
+    )
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def _ts(value: Any) -> datetime | None:
+    if not value:
+        return None
+    if isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+def _record_severity(record: dict[str, Any]) -> str:
+    return str((record.get("database_specific") or {}).get("severity") or "LOW")
+
+
+def _repo_record(row: RepoRow, revisions: int) -> RepoRecord:
+    return RepoRecord(
+        id=row.id, source=row.source, source_kind=row.source_kind, branch=row.branch, backfill=row.backfill,
+        active=row.active, head_sha=row.head_sha, added_at=row.added_at, last_poll_at=row.last_poll_at,
+        last_success_at=row.last_success_at, last_change_at=row.last_change_at, last_error=row.last_error,
+        last_error_kind=row.last_error_kind, failures=row.failures, next_check_at=row.next_check_at,
+        revisions=revisions,
+    )
+
+
+def _revision_record(
+    row: RevisionRow, changes: tuple[Change, ...] = (), *, plan: dict[str, Any] | None = None,
+    delta: dict[str, Any] | None = None,
+) -> RevisionRecord:
+    return RevisionRecord(
+        repo_id=row.repo_id, sha=row.sha, seq=row.seq, parent=row.parent, parents=tuple(row.parents or ()),
+        committed_at=row.committed_at, title=row.title, message=row.message, authors=tuple(row.authors or ()),
+        severity=row.severity, advisory_id=row.advisory_id, reachable=row.reachable, error=row.error,
+        chain_hash=row.chain_hash, recorded_at=row.recorded_at, tree_key=row.tree_key, changes=changes,
+        plan=plan, plan_delta=delta,
+    )
+
+
+def _advisory_record(row: AdvisoryRow) -> AdvisoryRecord:
+    return AdvisoryRecord(
+        id=row.id, repo_id=row.repo_id, sha=row.sha, severity=row.severity, published=row.published,
+        modified=row.modified, withdrawn=row.withdrawn, record=row.record,
+    )

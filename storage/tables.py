@@ -1,0 +1,158 @@
+"""SQLModel rows. Rows are not domain types: storage.store converts between the two.
+
+Unique constraints back up idempotency: (repo_id, sha) for revisions, the advisory id, the
+blob key. Everything one revision produces is written in one transaction by the store.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Column, Index, LargeBinary, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+class RepoRow(SQLModel, table=True):
+    __tablename__ = "repos"
+
+    id: str = Field(primary_key=True, max_length=200)  # org/name
+    source: str = Field(sa_column=Column(Text, nullable=False))  # hub repo id or git location
+    source_kind: str = Field(max_length=8)  # "hub" | "git"
+    branch: str = Field(default="main", max_length=255)
+    backfill: str = Field(default="all", max_length=16)
+    active: bool = Field(default=True, index=True)
+    head_sha: str | None = Field(default=None, max_length=64)
+    added_at: datetime
+    last_poll_at: datetime | None = None
+    last_success_at: datetime | None = None
+    last_change_at: datetime | None = None
+    last_error: str | None = Field(default=None, sa_column=Column(Text))
+    last_error_kind: str | None = Field(default=None, max_length=40)
+    failures: int = 0
+    next_check_at: datetime | None = Field(default=None, index=True)
+    lease_owner: str | None = Field(default=None, max_length=120)
+    lease_expires_at: datetime | None = None
+
+
+class RevisionRow(SQLModel, table=True):
+    __tablename__ = "revisions"
+    __table_args__ = (
+        UniqueConstraint("repo_id", "sha", name="uq_revisions_repo_sha"),
+        Index("ix_revisions_repo_seq", "repo_id", "seq"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    repo_id: str = Field(foreign_key="repos.id", max_length=200)
+    sha: str = Field(max_length=64)
+    seq: int  # order of arrival within the repo (topological for a backfill)
+    parent: str | None = Field(default=None, max_length=64)
+    parents: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    committed_at: datetime
+    title: str = Field(sa_column=Column(Text, nullable=False))
+    message: str = Field(default="", sa_column=Column(Text, nullable=False))
+    authors: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    severity: str | None = Field(default=None, max_length=10)
+    advisory_id: str | None = Field(default=None, max_length=64)
+    tree_key: str | None = Field(default=None, max_length=80)  # blob key of the file tree
+    reachable: bool = True  # False once a history rewrite dropped it from the branch
+    error: str | None = Field(default=None, sa_column=Column(Text))
+    chain_hash: str = Field(max_length=64)  # sha256 over the previous entry's hash and this one
+    recorded_at: datetime
+
+
+class BlobRow(SQLModel, table=True):
+    __tablename__ = "blobs"
+
+    key: str = Field(primary_key=True, max_length=120)  # git:<blob id> | sthdr:<content id> | tree:<sha256>
+    size: int
+    data: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+
+
+class ChangeRow(SQLModel, table=True):
+    __tablename__ = "changes"
+    __table_args__ = (UniqueConstraint("revision_id", "idx", name="uq_changes_revision_idx"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    revision_id: int = Field(foreign_key="revisions.id", index=True)
+    idx: int
+    kind: str = Field(max_length=24)
+    path: str = Field(sa_column=Column(Text, nullable=False))
+    summary: str = Field(sa_column=Column(Text, nullable=False))
+    severity: str | None = Field(default=None, max_length=10)
+    topics: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    detail: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class PlanRow(SQLModel, table=True):
+    __tablename__ = "plans"
+
+    revision_id: int = Field(foreign_key="revisions.id", primary_key=True)
+    plan: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    delta: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+
+
+class AdvisoryRow(SQLModel, table=True):
+    __tablename__ = "advisories"
+    __table_args__ = (Index("ix_advisories_repo_modified", "repo_id", "modified"),)
+
+    id: str = Field(primary_key=True, max_length=64)
+    repo_id: str = Field(foreign_key="repos.id", max_length=200)
+    sha: str = Field(max_length=64)
+    severity: str = Field(max_length=10)
+    published: datetime
+    modified: datetime = Field(index=True)
+    withdrawn: datetime | None = None
+    record: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+
+
+class AdvisoryEditRow(SQLModel, table=True):
+    """Every version of every advisory, so ``modified`` is truthful and edits are auditable."""
+
+    __tablename__ = "advisory_edits"
+    __table_args__ = (UniqueConstraint("advisory_id", "version", name="uq_advisory_edits_version"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    advisory_id: str = Field(foreign_key="advisories.id", index=True, max_length=64)
+    version: int
+    modified: datetime
+    reason: str = Field(max_length=200)
+    record: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+
+
+class SubscriptionRow(SQLModel, table=True):
+    __tablename__ = "subscriptions"
+
+    id: str = Field(primary_key=True, max_length=40)
+    url: str = Field(sa_column=Column(Text, nullable=False))
+    repos: list[str] | None = Field(default=None, sa_column=Column(JSON))
+    secret: str = Field(max_length=200)
+    created_at: datetime
+    active: bool = True
+    consecutive_failures: int = 0
+    disabled_reason: str | None = Field(default=None, sa_column=Column(Text))
+
+
+class DeliveryRow(SQLModel, table=True):
+    """The webhook outbox: one row per (subscription, event), delivered at least once."""
+
+    __tablename__ = "deliveries"
+    __table_args__ = (
+        UniqueConstraint("subscription_id", "webhook_id", name="uq_deliveries_sub_event"),
+        Index("ix_deliveries_due", "status", "next_attempt_at"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    subscription_id: str = Field(foreign_key="subscriptions.id", max_length=40)
+    webhook_id: str = Field(max_length=120)  # <advisory id>.<modified>
+    event_type: str = Field(max_length=40)
+    payload: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    status: str = Field(default="pending", max_length=12)  # pending | delivered | failed
+    attempts: int = 0
+    next_attempt_at: datetime
+    last_error: str | None = Field(default=None, sa_column=Column(Text))
+    last_status_code: int | None = None
+    created_at: datetime
+    delivered_at: datetime | None = None
+    lease_owner: str | None = Field(default=None, max_length=120)
+    lease_expires_at: datetime | None = None

@@ -1,0 +1,1 @@
+"""Contract suites: one protocol, every implementation."""

@@ -1,0 +1,40 @@
+"""Issue 4's done-when: each real history tracked over HTTP (the real huggingface_hub client
+against the Hub emulator) gives the same history and changes as tracked over git."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.cli_helpers import Cli
+from tests.hubemu import HubEmulator, bundle_names, clone_bundle, hf_test_env
+
+
+def _strip(history: list[dict]) -> list[dict]:  # type: ignore[type-arg]
+    return [
+        {k: v for k, v in e.items()} | {"changes": sorted(e["changes"], key=lambda c: (c["path"], c["kind"], c["summary"]))}
+        for e in history
+    ]
+
+
+@pytest.mark.parametrize("name", bundle_names())
+def test_http_history_equals_git_history(name: str, tmp_path: Path) -> None:
+    hf_test_env()
+    repo_id = name.replace("__", "/", 1)
+    git_dir = clone_bundle(name, tmp_path / "repos")
+    with HubEmulator() as hub:
+        hub.add_repo(repo_id, git_dir)
+        over_http = Cli(tmp_path / "http", f"sqlite:///{tmp_path / 'http.db'}",
+                        extra_config=f'[hub]\nendpoint = "{hub.url}"\ntimeout_seconds = 10\n')
+        over_http.ok("track", repo_id)
+        http_history = over_http.ok("history", repo_id, "--json").json()
+        # a second poll of an unchanged repo costs one request
+        hub.reset_stats()
+        assert over_http.ok("poll", repo_id, "--json").json()[0]["status"] == "unchanged"
+        assert len(hub.requests()) == 1
+    over_git = Cli(tmp_path / "git", f"sqlite:///{tmp_path / 'git.db'}")
+    over_git.ok("track", str(git_dir), "--as", repo_id)
+    git_history = over_git.ok("history", repo_id, "--json").json()
+    assert [e["sha"] for e in http_history] == [e["sha"] for e in git_history]
+    assert _strip(http_history) == _strip(git_history)

@@ -1,0 +1,1 @@
+"""Tests of the HubSource implementations (tracker.hub) and the Hub emulator."""

@@ -1,0 +1,1 @@
+"""hubwatch's tracking core: sources, snapshots, extraction, diffs, planning, orchestration."""

@@ -1,0 +1,109 @@
+"""The FastAPI application: composes the routers; each router module owns its routes.
+
+``create_app(store, settings, health=...)`` is called by the CLI (``serve``, ``run``). The
+API only reads the store (and writes rows the daemon acts on: tracked repos, subscriptions,
+"due now" marks); it never calls the Hub or the pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from storage.store import Store
+from tracker.api.metrics import Metrics
+from tracker.config import Settings
+
+HealthCheck = Callable[[], dict[str, Any]]
+
+
+def create_app(
+    store: Store, settings: Settings, *, scheduler_alive: Callable[[], bool] | None = None,
+    metrics: Metrics | None = None,
+) -> FastAPI:
+    app = FastAPI(title="hubwatch", version="0.1.0",
+                  description="Upstream change tracker and advisory daemon for Hugging Face model repos.")
+    app.state.store = store
+    app.state.settings = settings
+    app.state.metrics = metrics or Metrics(store)
+    _install_error_shape(app)
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", include_in_schema=False)
+    def readyz() -> JSONResponse:
+        checks: dict[str, str] = {}
+        try:
+            store.ping()
+            checks["database"] = "ok"
+        except Exception as e:
+            checks["database"] = f"error: {type(e).__name__}"
+        if scheduler_alive is not None:
+            checks["scheduler"] = "ok" if scheduler_alive() else "stopped"
+        ok = all(v == "ok" for v in checks.values())
+        return JSONResponse({"status": "ok" if ok else "unavailable", "checks": checks}, status_code=200 if ok else 503)
+
+    @app.get("/metrics", include_in_schema=False)
+    def metrics_route() -> PlainTextResponse:
+        body, ctype = app.state.metrics.render()
+        return PlainTextResponse(body, media_type=ctype)
+
+    for include in _ROUTERS:
+        include(app, store, settings)
+    return app
+
+
+def _install_error_shape(app: FastAPI) -> None:
+    """Errors in one JSON shape: {"code": N, "message": "..."} (osv.dev's shape)."""
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_req: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse({"code": exc.status_code, "message": str(exc.detail)}, status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_req: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return JSONResponse({"code": 400, "message": f"invalid request: {where}: {first.get('msg', 'invalid')}"},
+                            status_code=400)
+
+
+def _include_osv(app: FastAPI, store: Store, settings: Settings) -> None:
+    from tracker.api.osv_routes import osv_router
+    from tracker.api.store_reader import StoreAdvisoryReader
+
+    app.include_router(osv_router(StoreAdvisoryReader(store)))
+
+
+def _include_optional(module: str, factory: str) -> Callable[[FastAPI, Store, Settings], None]:
+    """Routers that later work adds: included when their module exists."""
+
+    def include(app: FastAPI, store: Store, settings: Settings) -> None:
+        import importlib
+
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name == module:
+                return
+            raise
+        app.include_router(getattr(mod, factory)(store, settings))
+
+    return include
+
+
+_ROUTERS: list[Callable[[FastAPI, Store, Settings], None]] = [
+    _include_osv,
+    _include_optional("tracker.api.hooks", "hooks_router"),
+    _include_optional("tracker.api.rest", "rest_router"),
+    _include_optional("tracker.api.feeds", "feeds_router"),
+    _include_optional("tracker.api.pages", "pages_router"),
+]

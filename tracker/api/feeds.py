@@ -1,0 +1,104 @@
+"""Stage 8 (read): ``/feeds/all.atom`` and ``/feeds/{org}/{name}.atom``, Atom feeds of advisories.
+
+Feed readers poll, so every answer carries an ``ETag`` (a digest of the advisories' ids
+and ``modified`` times and the base URL) and a ``Last-Modified`` (the newest ``modified``);
+``If-None-Match`` / ``If-Modified-Since`` answer 304 without rendering anything.
+The newest ``FEED_MAX`` advisories are in a feed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from email.utils import format_datetime, parsedate_to_datetime
+from urllib.parse import quote
+
+from fastapi import APIRouter, HTTPException, Request, Response
+
+from advisories.atom import FeedInfo, render_feed
+from storage.records import AdvisoryRecord
+from storage.store import Store
+from tracker.api.views import iso
+from tracker.config import Settings
+
+FEED_MAX = 500
+ATOM = "application/atom+xml; charset=utf-8"
+_DOC: dict[int | str, dict[str, object]] = {
+    200: {"content": {"application/atom+xml": {}}, "description": "Atom 1.0"}, 304: {"description": "not modified"}}
+
+
+def feeds_router(store: Store, settings: Settings) -> APIRouter:
+    router = APIRouter(prefix="/feeds", tags=["feeds"])
+
+    @router.get("/all.atom", response_class=Response, responses=_DOC)
+    @router.head("/all.atom", include_in_schema=False)
+    def all_feed(request: Request) -> Response:
+        records = store.list_advisories(limit=FEED_MAX)
+        base = str(request.base_url)
+        info = FeedInfo(id="urn:hubwatch:feed:all", title="hubwatch: all advisories",
+                        subtitle="Changes to tracked Hugging Face model repos", self_url=base + "feeds/all.atom",
+                        html_url=base)
+        return _answer(request, info, records, base)
+
+    @router.get("/{org}/{name}.atom", response_class=Response, responses=_DOC)
+    @router.head("/{org}/{name}.atom", include_in_schema=False)
+    def repo_feed(org: str, name: str, request: Request) -> Response:
+        repo = store.get_repo(f"{org}/{name}")
+        if repo is None:
+            raise HTTPException(404, f"not tracked: {org}/{name}")
+        records = store.list_advisories(repo.id, limit=FEED_MAX)
+        base = str(request.base_url)
+        path = quote(repo.id)
+        info = FeedInfo(id=f"urn:hubwatch:feed:repo:{repo.id}", title=f"hubwatch: {repo.id}",
+                        subtitle=f"Advisories for upstream changes of {repo.id}",
+                        self_url=f"{base}feeds/{path}.atom", html_url=f"{base}repos/{path}",
+                        fallback_updated=iso(repo.added_at) or "1970-01-01T00:00:00Z")
+        return _answer(request, info, records, base)
+
+    return router
+
+
+def _answer(request: Request, info: FeedInfo, records: Sequence[AdvisoryRecord], base: str) -> Response:
+    etag = _etag(info.self_url, records)
+    last = max((_utc(r.modified) for r in records), default=None)
+    headers = {"ETag": etag, "Cache-Control": "public, max-age=60"}
+    if last is not None:
+        headers["Last-Modified"] = format_datetime(last.replace(microsecond=0), usegmt=True)
+    if _not_modified(request, etag, last):
+        return Response(status_code=304, headers=headers)
+    body = render_feed(info, [r.record for r in records],
+                       entry_link=lambda rid: f"{base}advisories/{quote(rid)}",
+                       json_link=lambda rid: f"{base}v1/vulns/{quote(rid)}")
+    if request.method == "HEAD":
+        return Response(status_code=200, headers={**headers, "Content-Length": str(len(body))}, media_type=ATOM)
+    return Response(body, media_type=ATOM, headers=headers)
+
+
+def _utc(ts: datetime) -> datetime:
+    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+
+
+def _etag(self_url: str, records: Sequence[AdvisoryRecord]) -> str:
+    h = hashlib.sha256(self_url.encode())
+    for r in records:
+        h.update(f"\n{r.id}|{_utc(r.modified).isoformat()}|{r.withdrawn is not None}".encode())
+    return f'"{h.hexdigest()[:32]}"'
+
+
+def _not_modified(request: Request, etag: str, last: datetime | None) -> bool:
+    """RFC 9110 section 13.2.2: If-None-Match wins over If-Modified-Since."""
+    inm = request.headers.get("if-none-match")
+    if inm is not None:
+        tags = [t.strip().removeprefix("W/") for t in inm.split(",")]
+        return "*" in tags or etag in tags
+    ims = request.headers.get("if-modified-since")
+    if ims is None or last is None:
+        return False
+    try:
+        since = parsedate_to_datetime(ims)
+    except (TypeError, ValueError):
+        return False
+    if since.tzinfo is None:
+        since = since.replace(tzinfo=UTC)
+    return last.replace(microsecond=0) <= since

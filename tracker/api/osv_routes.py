@@ -1,0 +1,279 @@
+"""Stage 8 (read): the osv.dev-compatible API and the static export, served.
+
+Routes (osv.dev's shapes, docs/api of google/osv.dev):
+
+- ``GET /v1/vulns/{id}``: the record itself (withdrawn ones too); 404 ``{"code": 5, ...}``.
+- ``POST /v1/query``: ``{"commit"}`` (every advisory whose GIT range holds the commit, on
+  the stored commit graph) or ``{"package": {"purl"} | {"ecosystem", "name"}, "version"?}``;
+  answers ``{"vulns": [record, ...]}``, or ``{}`` when nothing matched. Withdrawn records
+  are left out. ``page_token`` is accepted and ignored: every match comes in one page.
+- ``POST /v1/querybatch``: ``{"queries": [...]}`` (at most 1,000) answers
+  ``{"results": [{"vulns": [{"id", "modified"}]} | {}, ...]}`` in query order.
+- ``GET|HEAD /osv/all.json``, ``/osv/{id}.json``, ``/osv/all.zip``: the export of
+  :mod:`advisories.export`, byte for byte, with ``Last-Modified``.
+
+Errors are ``{"code": <gRPC status>, "message": ...}`` (3 invalid argument, 5 not found,
+8 too large). Request bodies are parsed as JSON whatever the Content-Type (pip-audit sends
+none). The reader is called in a worker thread; the app (tracker.api) mounts this router.
+
+Imports: stdlib, fastapi/starlette, advisories.{export,osv,query,schema}, tracker.api.readers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from email.utils import format_datetime
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from starlette.concurrency import run_in_threadpool
+
+from advisories.export import index_bytes, record_bytes, safe_id, zip_bytes
+from advisories.osv import parse_timestamp, purl
+from advisories.query import (
+    Purl,
+    affects_version,
+    matches_purl,
+    parse_purl,
+    record_contains_commit,
+)
+from advisories.schema import is_valid_ecosystem
+from tracker.api.readers import AdvisoryReader
+
+MAX_BODY_BYTES = 4 * 1024 * 1024
+MAX_BATCH = 1000
+_HEX = re.compile(r"[0-9a-fA-F]{4,64}")
+# purl types whose packages live in an OSV ecosystem: type -> (ecosystem, name joiner)
+_PURL_ECOSYSTEMS = {
+    "pypi": ("PyPI", None),
+    "npm": ("npm", "/"),
+    "maven": ("Maven", ":"),
+    "golang": ("Go", "/"),
+    "cargo": ("crates.io", None),
+    "gem": ("RubyGems", None),
+    "nuget": ("NuGet", None),
+    "composer": ("Packagist", "/"),
+    "hex": ("Hex", None),
+    "pub": ("Pub", None),
+}
+
+
+class QueryError(ValueError):
+    """A query osv.dev would answer with 400 INVALID_ARGUMENT."""
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One parsed query: a commit, a purl, or an ecosystem package, with an optional version."""
+
+    commit: str | None = None
+    purl: Purl | None = None
+    purl_text: str | None = None
+    ecosystem: str | None = None
+    name: str | None = None
+    version: str | None = None
+
+
+def osv_router(reader: AdvisoryReader, *, max_body_bytes: int = MAX_BODY_BYTES) -> APIRouter:
+    """The router of the OSV routes over ``reader``."""
+    router = APIRouter(tags=["osv"])
+
+    @router.get("/v1/vulns/{vuln_id}")
+    def get_vuln(vuln_id: str) -> Response:
+        record = reader.get(vuln_id) if len(vuln_id) <= 256 else None
+        if record is None:
+            return error(404, 5, "Vulnerability not found")
+        return _json(record)
+
+    @router.post("/v1/query")
+    async def query(request: Request) -> Response:
+        body = await _read_json(request, max_body_bytes)
+        if isinstance(body, Response):
+            return body
+        try:
+            parsed = parse_query(body)
+        except QueryError as exc:
+            return error(400, 3, str(exc))
+        vulns = await run_in_threadpool(run_query, reader, parsed, _ancestors(reader))
+        return _json({"vulns": vulns} if vulns else {})
+
+    @router.post("/v1/querybatch")
+    async def querybatch(request: Request) -> Response:
+        body = await _read_json(request, max_body_bytes)
+        if isinstance(body, Response):
+            return body
+        queries = body.get("queries")
+        if not isinstance(queries, list):
+            return error(400, 3, "queries must be a list")
+        if len(queries) > MAX_BATCH:
+            return error(400, 3, "Too many queries.")
+        try:
+            parsed = [parse_query(q) for q in queries]
+        except QueryError as exc:
+            return error(400, 3, str(exc))
+        ancestors = _ancestors(reader)
+
+        def run_all() -> list[list[dict[str, Any]]]:
+            return [run_query(reader, q, ancestors) for q in parsed]
+
+        results = await run_in_threadpool(run_all)
+        short = [[{"id": v["id"], "modified": v["modified"]} for v in r] for r in results]
+        return _json({"results": [{"vulns": v} if v else {} for v in short]})
+
+    @router.api_route("/osv/all.json", methods=["GET", "HEAD"])
+    def export_index() -> Response:
+        records = list(reader.all_records())
+        return _static(index_bytes(records), "application/json", records)
+
+    @router.api_route("/osv/all.zip", methods=["GET", "HEAD"])
+    def export_zip() -> Response:
+        records = list(reader.all_records())
+        return _static(zip_bytes(records), "application/zip", records)
+
+    @router.api_route("/osv/{vuln_id}.json", methods=["GET", "HEAD"])
+    def export_record(vuln_id: str) -> Response:
+        record = reader.get(vuln_id) if safe_id(vuln_id) else None
+        if record is None:
+            return error(404, 5, "Vulnerability not found")
+        return _static(record_bytes(record), "application/json", [record])
+
+    return router
+
+
+def error(status: int, code: int, message: str) -> Response:
+    """osv.dev's error body: ``{"code": <gRPC status>, "message": ...}``."""
+    return _json({"code": code, "message": message}, status)
+
+
+def parse_query(obj: Any) -> Query:
+    """Check one query as osv.dev does; :class:`QueryError` says what is wrong."""
+    if not isinstance(obj, dict):
+        raise QueryError("Invalid query.")
+    commit, version = _opt_str(obj, "commit"), _opt_str(obj, "version")
+    package = obj.get("package")
+    if package is not None and not isinstance(package, dict):
+        raise QueryError("package must be an object")
+    if commit and version:
+        raise QueryError("Only one of commit or version may be specified.")
+    if commit is not None and not _HEX.fullmatch(commit):
+        raise QueryError("Invalid hash.")
+    purl_text = _opt_str(package or {}, "purl")
+    name, ecosystem = _opt_str(package or {}, "name"), _opt_str(package or {}, "ecosystem")
+    if purl_text:
+        if name or ecosystem:
+            raise QueryError("name or ecosystem specified in a PURL query")
+        purl = parse_purl(purl_text)
+        if purl is None:
+            raise QueryError("Invalid Package URL.")
+        if purl.version and version:
+            raise QueryError("version specified in params and PURL query")
+        return Query(purl=purl, purl_text=purl_text, version=version or purl.version)
+    if ecosystem and not is_valid_ecosystem(ecosystem):
+        raise QueryError("Invalid ecosystem.")
+    if (name or ecosystem) and not (name and ecosystem):
+        raise QueryError("A package needs both a name and an ecosystem.")
+    if commit:
+        return Query(commit=commit.lower())
+    if not name:
+        raise QueryError("Invalid query.")
+    return Query(ecosystem=ecosystem, name=name, version=version)
+
+
+def run_query(
+    reader: AdvisoryReader, query: Query, ancestors_of: Callable[[str], set[str]]
+) -> list[dict[str, Any]]:
+    """The live records matching ``query``, sorted by id."""
+    if query.commit:
+        sha = query.commit
+        found = [r for r in reader.for_commit(sha) if record_contains_commit(r, sha, ancestors_of)]
+    elif query.purl is not None and query.purl.type == "huggingface":
+        bare = purl(f"{query.purl.namespace}/{query.purl.name}")
+        candidates = reader.for_purl(bare)
+        wanted = bare + (f"@{query.version}" if query.version else "")
+        found = [r for r in candidates if matches_purl(r, wanted, ancestors_of)]
+    else:
+        ecosystem, name = query.ecosystem, query.name
+        if query.purl is not None:
+            mapped = _purl_package(query.purl)
+            if mapped is None:
+                return []  # osv.dev: unknown purl types answer nothing, not an error
+            ecosystem, name = mapped
+        if ecosystem is None or name is None:
+            return []
+        found = reader.for_package(ecosystem, name)
+        if query.version:
+            found = [r for r in found if affects_version(r, ecosystem, name, query.version)]
+    return _live_unique(found)
+
+
+def _purl_package(purl: Purl) -> tuple[str, str] | None:
+    entry = _PURL_ECOSYSTEMS.get(purl.type)
+    if entry is None:
+        return None
+    ecosystem, joiner = entry
+    if purl.namespace and joiner:
+        return ecosystem, f"{purl.namespace}{joiner}{purl.name}"
+    return ecosystem, purl.name
+
+
+def _live_unique(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    by_id = {str(r["id"]): dict(r) for r in records if not r.get("withdrawn")}
+    return [by_id[k] for k in sorted(by_id)]
+
+
+def _ancestors(reader: AdvisoryReader) -> Callable[[str], set[str]]:
+    """``reader.ancestors_of`` memoised for one request."""
+    memo: dict[str, set[str]] = {}
+
+    def ancestors_of(sha: str) -> set[str]:
+        if sha not in memo:
+            memo[sha] = set(reader.ancestors_of(sha))
+        return memo[sha]
+
+    return ancestors_of
+
+
+def _opt_str(obj: Mapping[str, Any], key: str) -> str | None:
+    value = obj.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or len(value) > 2048:
+        raise QueryError(f"{key} must be a string")
+    return value
+
+
+async def _read_json(request: Request, limit: int) -> dict[str, Any] | Response:
+    """The body as a JSON object, whatever the Content-Type; an error response otherwise."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return error(413, 8, "Request body too large.")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return error(413, 8, "Request body too large.")
+    try:
+        data = json.loads(body) if body.strip() else {}
+    except (ValueError, RecursionError):
+        return error(400, 3, "Invalid JSON body.")
+    if not isinstance(data, dict):
+        return error(400, 3, "The body must be a JSON object.")
+    return data
+
+
+def _json(obj: Any, status: int = 200) -> Response:
+    body = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+    return Response(content=body, status_code=status, media_type="application/json")
+
+
+def _static(body: bytes, media_type: str, records: list[dict[str, Any]]) -> Response:
+    headers = {}
+    stamps = [str(r.get("modified", "")) for r in records if r.get("modified")]
+    if stamps:
+        with contextlib.suppress(ValueError):
+            headers["Last-Modified"] = format_datetime(parse_timestamp(max(stamps)), usegmt=True)
+    return Response(content=body, media_type=media_type, headers=headers)

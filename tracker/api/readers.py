@@ -1,0 +1,107 @@
+"""Stage 8 (read): what the OSV routes need from the store, and an in-memory reference.
+
+:class:`AdvisoryReader` is the seam between :mod:`tracker.api.osv_routes` and the store. The
+store returns *candidates*; the router decides OSV semantics with :mod:`advisories.query`:
+
+- ``for_commit(sha)``: every record of every repo whose stored history holds ``sha`` (a
+  superset is fine, e.g. every record of the repo); the router keeps those whose GIT range
+  contains ``sha``, walking the graph through ``ancestors_of``.
+- ``for_purl(purl)``: every record whose ``affected[].database_specific.purl`` names the
+  package of ``purl`` (given without version); the router checks the version.
+- ``for_package(ecosystem, name)``: records with that ``affected[].package`` (hubwatch's
+  own records have none; the store may return ``[]``).
+- ``ancestors_of(sha)``: the commits reachable from ``sha`` in the stored graph (``sha``
+  itself may be included), empty when ``sha`` is unknown.
+
+Withdrawn records are returned too; the router leaves them out of queries but serves them
+by id. Readers are called from a worker thread (sync methods).
+
+Imports: stdlib, advisories.query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from advisories.query import matches_package, parse_purl
+
+
+class AdvisoryReader(Protocol):
+    """Read access to stored OSV records and the commit graph."""
+
+    def get(self, id: str) -> dict[str, Any] | None: ...
+
+    def all_records(self) -> Iterable[dict[str, Any]]: ...
+
+    def for_purl(self, purl: str) -> list[dict[str, Any]]: ...
+
+    def for_package(self, ecosystem: str, name: str) -> list[dict[str, Any]]: ...
+
+    def for_commit(self, sha: str) -> list[dict[str, Any]]: ...
+
+    def ancestors_of(self, sha: str) -> set[str]: ...
+
+
+class MemoryAdvisoryReader:
+    """An :class:`AdvisoryReader` over records and a parent map held in memory.
+
+    Used by tests, by the test OSV server and as the reference for the store's semantics.
+    ``parents`` maps each known commit to its parents.
+    """
+
+    def __init__(
+        self,
+        records: Iterable[Mapping[str, Any]],
+        parents: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
+        self._records = {str(r["id"]): dict(r) for r in records}
+        self._parents = {k.lower(): [p.lower() for p in v] for k, v in (parents or {}).items()}
+
+    def put(self, record: Mapping[str, Any]) -> None:
+        """Insert or replace a record (a lifecycle edit keeps the id)."""
+        self._records[str(record["id"])] = dict(record)
+
+    def get(self, id: str) -> dict[str, Any] | None:
+        return self._records.get(id)
+
+    def all_records(self) -> Iterable[dict[str, Any]]:
+        return list(self._records.values())
+
+    def for_purl(self, purl: str) -> list[dict[str, Any]]:
+        query = parse_purl(purl)
+        if query is None:
+            return []
+        out = []
+        for record in self._records.values():
+            for affected in record.get("affected") or []:
+                own = parse_purl(str((affected.get("database_specific") or {}).get("purl", "")))
+                if own is not None and own.package == query.package:
+                    out.append(record)
+                    break
+        return out
+
+    def for_package(self, ecosystem: str, name: str) -> list[dict[str, Any]]:
+        return [r for r in self._records.values() if matches_package(r, ecosystem, name)]
+
+    def for_commit(self, sha: str) -> list[dict[str, Any]]:
+        # A superset (every record with a GIT range); the router keeps those that hold sha.
+        return [r for r in self._records.values() if _has_git_range(r)]
+
+    def ancestors_of(self, sha: str) -> set[str]:
+        seen: set[str] = set()
+        stack = list(self._parents.get(sha.lower(), []))
+        while stack:
+            current = stack.pop()
+            if current not in seen:
+                seen.add(current)
+                stack.extend(self._parents.get(current, []))
+        return seen
+
+
+def _has_git_range(record: Mapping[str, Any]) -> bool:
+    return any(
+        rng.get("type") == "GIT"
+        for affected in record.get("affected") or []
+        for rng in affected.get("ranges") or []
+    )

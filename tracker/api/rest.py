@@ -1,0 +1,228 @@
+"""Stage 8 (read): the JSON API of DESIGN.md's route table under ``/api/v1``.
+
+- ``GET/POST /repos``, ``GET/DELETE /repos/{org}/{name}``: tracked repos. A POST only writes
+  the row the daemon picks up (it never reads the Hub); writes need the bearer token.
+- ``GET /repos/{org}/{name}/revisions?cursor=&limit=``: ``{"revisions": [...], "next_cursor"}``,
+  newest first, also a ``Link: <...>; rel="next"`` header. The cursor is the arrival order
+  of the last revision returned, so pages stay stable while new revisions arrive.
+- ``GET /repos/{org}/{name}/revisions/{sha}``, ``/compare/{base}...{head}``, ``/plan``,
+  ``POST /plan``, ``/repos/{org}/{name}/badge.json`` (shields.io endpoint schema).
+- Subscriptions: :mod:`tracker.api.rest_subscriptions`.
+
+Errors are ``{"code", "message"}`` (installed by :mod:`tracker.api.app`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from storage.records import RepoRecord, RevisionRecord
+from storage.store import Store
+from tracker.api import compute
+from tracker.api.auth import token_guard
+from tracker.api.rest_subscriptions import subscriptions_router
+from tracker.api.views import repo_json, revision_json
+from tracker.config import Settings
+
+PAGE_DEFAULT, PAGE_MAX = 50, 1000
+HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+REV = re.compile(r"^[0-9a-fA-F]{4,64}$")
+BACKFILL = re.compile(r"^(all|none|[1-9][0-9]{0,6})$")
+BADGE_COLORS = {"CRITICAL": "critical", "HIGH": "orange", "MODERATE": "yellow", "LOW": "informational"}
+
+
+class RepoIn(BaseModel):
+    """``source``: a Hub ``org/name`` or a git location; ``id`` (or ``as``) names a git source."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    source: str | None = Field(None, min_length=1, max_length=2000)
+    id: str | None = Field(None, min_length=3, max_length=200)
+    as_id: str | None = Field(None, alias="as", min_length=3, max_length=200)
+    branch: str = Field("main", min_length=1, max_length=255, pattern=r"^[^\s~^:?*\[\\]+$")
+    backfill: str = Field("all", pattern=BACKFILL.pattern)
+
+
+class RepoOut(BaseModel):
+    id: str
+    source: str
+    source_kind: str
+    branch: str
+    head: str | None
+    revisions: int
+    status: str
+    last_poll: str | None
+    last_success: str | None
+    last_change: str | None
+    last_error: str | None
+    last_error_kind: str | None
+    failures: int
+    next_check: str | None
+
+
+def rest_router(store: Store, settings: Settings) -> APIRouter:
+    router = APIRouter(prefix="/api/v1", tags=["api"])
+    writes = [Depends(token_guard(settings))]
+
+    def repo_or_404(org: str, name: str) -> RepoRecord:
+        repo = store.get_repo(f"{org}/{name}")
+        if repo is None:
+            raise HTTPException(404, f"not tracked: {org}/{name}")
+        return repo
+
+    def revision_or_404(repo_id: str, rev: str) -> RevisionRecord:
+        if not REV.match(rev):
+            raise HTTPException(400, f"not a revision: {rev[:80]!r} (4 to 64 hex digits)")
+        found = store.get_revision(repo_id, rev)
+        if found is None:
+            raise HTTPException(404, f"{repo_id}: no stored revision {rev!r} (or the prefix is ambiguous)")
+        return found
+
+    @router.get("/repos", response_model=list[RepoOut])
+    def list_repos() -> list[dict[str, Any]]:
+        return [repo_json(r) for r in store.list_repos()]
+
+    @router.post("/repos", status_code=201, dependencies=writes, response_model=RepoOut,
+                 responses={200: {"description": "already tracked (re-activated)"}})
+    def add_repo(body: RepoIn, response: Response) -> dict[str, Any]:
+        repo_id, source, kind = _classify(body)
+        record, created = store.add_repo(repo_id, source=source, source_kind=kind, branch=body.branch,
+                                         backfill=body.backfill)
+        if not created:
+            response.status_code = 200
+        return repo_json(record)
+
+    @router.get("/repos/{org}/{name}", response_model=RepoOut)
+    def get_repo(org: str, name: str) -> dict[str, Any]:
+        return repo_json(repo_or_404(org, name))
+
+    @router.delete("/repos/{org}/{name}", status_code=204, dependencies=writes)
+    def untrack(org: str, name: str) -> Response:
+        repo = repo_or_404(org, name)
+        if not store.untrack(repo.id):
+            raise HTTPException(404, f"not tracked: {repo.id}")
+        return Response(status_code=204)
+
+    @router.get("/repos/{org}/{name}/revisions")
+    def revisions(
+        org: str, name: str, request: Request, response: Response,
+        cursor: str | None = Query(None, max_length=20, description="next_cursor of the previous page"),
+        limit: int = Query(PAGE_DEFAULT, ge=1, description=f"page size (at most {PAGE_MAX} are returned)"),
+    ) -> dict[str, Any]:
+        repo_id = f"{org}/{name}"
+        before = _cursor(cursor)
+        size = min(limit, PAGE_MAX)
+        revs = store.history(repo_id, limit=size + 1, before_seq=before)
+        if not revs and store.get_repo(repo_id) is None:
+            raise HTTPException(404, f"not tracked: {repo_id}")
+        more = len(revs) > size
+        revs = revs[:size]
+        next_cursor = str(revs[-1].seq) if more and revs else None
+        if next_cursor is not None:
+            query = urlencode({"cursor": next_cursor, "limit": size})
+            response.headers["Link"] = f'<{request.url.path}?{query}>; rel="next"'
+        return {"repo": repo_id, "revisions": [revision_json(r) for r in revs], "next_cursor": next_cursor}
+
+    @router.get("/repos/{org}/{name}/revisions/{sha}")
+    def revision(org: str, name: str, sha: str) -> dict[str, Any]:
+        repo = repo_or_404(org, name)
+        rev = revision_or_404(repo.id, sha)
+        doc = revision_json(rev, detail=True)
+        doc["plan"] = rev.plan or store.plan_at(repo.id, rev.seq)
+        return doc
+
+    @router.get("/repos/{org}/{name}/compare/{spec}")
+    def compare(org: str, name: str, spec: str) -> dict[str, Any]:
+        repo = repo_or_404(org, name)
+        base, sep, head = spec.partition("...")
+        if not sep:
+            raise HTTPException(400, "compare takes BASE...HEAD")
+        return compute.compare_revisions(store, settings, repo.id, revision_or_404(repo.id, base),
+                                         revision_or_404(repo.id, head))
+
+    @router.get("/repos/{org}/{name}/plan")
+    def repo_plan(org: str, name: str,
+                  revision: str | None = Query(None, max_length=64, description="a sha or prefix; default: head")
+                  ) -> dict[str, Any]:
+        repo = repo_or_404(org, name)
+        if revision is not None:
+            rev = revision_or_404(repo.id, revision)
+        else:
+            last = store.history(repo.id, limit=1, with_changes=False)
+            if not last:
+                raise HTTPException(404, f"{repo.id}: no revision stored yet")
+            rev = store.get_revision(repo.id, repo.head_sha or last[0].sha) or last[0]
+        plan = rev.plan or store.plan_at(repo.id, rev.seq)
+        if plan is None:
+            raise HTTPException(404, f"{repo.id}@{rev.sha[:12]}: no plan (no readable config.json up to it)")
+        return {**plan, "repo": repo.id, "revision": rev.sha}
+
+    @router.post("/plan", openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+        "schema": {"type": "object", "description": "a config.json (or an array of them)"}}}}})
+    async def post_plan(request: Request) -> Any:
+        doc = compute.parse_config_body(await request.body())
+        if isinstance(doc, list):
+            return [compute.plan_config(settings, d) for d in doc]
+        return compute.plan_config(settings, doc)
+
+    @router.get("/repos/{org}/{name}/badge.json")
+    def badge(org: str, name: str, response: Response) -> dict[str, Any]:
+        repo = repo_or_404(org, name)
+        response.headers["Cache-Control"] = "public, max-age=300"
+        return _badge(store, repo)
+
+    router.include_router(subscriptions_router(store, settings))
+    return router
+
+
+def _cursor(cursor: str | None) -> int | None:
+    if cursor in (None, ""):
+        return None
+    if not cursor.isdigit() or int(cursor) < 1:
+        raise HTTPException(400, f"invalid cursor {cursor[:40]!r}: pass next_cursor of the previous page")
+    return int(cursor)
+
+
+def _classify(body: RepoIn) -> tuple[str, str, str]:
+    """(repo id, source, kind) of a POST: a Hub id, or a git location named by ``id``/``as``."""
+    name = body.as_id or body.id
+    source = body.source or name
+    if source is None:
+        raise HTTPException(400, "invalid request: give source (org/name or a git location) or id")
+    if HUB_ID.match(source) and not source.endswith((".git", ".bundle")) and not source.startswith("."):
+        if name is not None and name != source:
+            raise HTTPException(400, "a Hub repo is tracked under its own id")
+        return source, source, "hub"
+    repo_id = name or _git_name(source)
+    if not HUB_ID.match(repo_id):
+        raise HTTPException(400, f"invalid repo id {repo_id!r}: want org/name")
+    return repo_id, source, "git"
+
+
+def _git_name(location: str) -> str:
+    """``org/name`` from the last two parts of a git path or URL (``org__name.bundle`` -> org/name)."""
+    path = location.split("://", 1)[-1].split("?", 1)[0].rstrip("/")
+    parts = [p for p in re.split(r"[/\\:]+", path) if p]
+    if not parts:
+        raise HTTPException(400, f"cannot name a repo after {location[:200]!r}; give id")
+    last = re.sub(r"\.(git|bundle)$", "", parts[-1])
+    if "__" in last and parts[-1].endswith(".bundle"):
+        return last.replace("__", "/", 1)
+    return f"{parts[-2]}/{last}" if len(parts) >= 2 else last
+
+
+def _badge(store: Store, repo: RepoRecord) -> dict[str, Any]:
+    """shields.io endpoint JSON: advisory count and the newest advisory's severity."""
+    open_ = [a for a in store.list_advisories(repo.id) if a.withdrawn is None]
+    if not open_:
+        return {"schemaVersion": 1, "label": "hubwatch", "message": "no advisories", "color": "brightgreen",
+                "cacheSeconds": 300}
+    latest = open_[0]
+    n = len(open_)
+    return {"schemaVersion": 1, "label": "hubwatch",
+            "message": f"{n} advisor{'y' if n == 1 else 'ies'}, latest {latest.severity.lower()}",
+            "color": BADGE_COLORS.get(latest.severity, "lightgrey"), "cacheSeconds": 300}

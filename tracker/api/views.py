@@ -1,0 +1,95 @@
+"""Domain records -> the JSON shapes of DESIGN.md's contracts, shared by the API and the CLI."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from storage.records import RepoRecord, RevisionRecord
+from tracker.model import Change
+
+
+def iso(ts: datetime | None) -> str | None:
+    """RFC 3339 UTC with a trailing Z (what OSV, Atom and the Hub all expect)."""
+    if ts is None:
+        return None
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=UTC)
+    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def change_json(change: Change, *, detail: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "kind": change.kind.value,
+        "path": change.path,
+        "summary": change.summary,
+        "severity": change.severity.value if change.severity else None,
+    }
+    if detail:
+        out["topics"] = list(change.topics)
+        out["detail"] = change.detail
+    return out
+
+
+def revision_json(rev: RevisionRecord, *, detail: bool = False) -> dict[str, Any]:
+    """One entry of ``history --json`` (and of the revisions API)."""
+    out: dict[str, Any] = {
+        "sha": rev.sha,
+        "parent": rev.parent,
+        "committed_at": iso(rev.committed_at),
+        "title": rev.title,
+        "authors": list(rev.authors),
+        "severity": rev.severity,
+        "advisory_id": rev.advisory_id,
+        "changes": [change_json(c, detail=detail) for c in rev.changes],
+    }
+    if detail:
+        out.update({
+            "parents": list(rev.parents),
+            "message": rev.message,
+            "reachable": rev.reachable,
+            "error": rev.error,
+            "recorded_at": iso(rev.recorded_at),
+            "chain_hash": rev.chain_hash,
+            "plan": rev.plan,
+            "plan_delta": rev.plan_delta,
+        })
+    return out
+
+
+def repo_json(repo: RepoRecord) -> dict[str, Any]:
+    """One entry of ``repos --json`` (and of ``GET /api/v1/repos``)."""
+    return {
+        "id": repo.id,
+        "source": repo.source,
+        "source_kind": repo.source_kind,
+        "branch": repo.branch,
+        "head": repo.head_sha,
+        "revisions": repo.revisions,
+        "status": repo.status,
+        "last_poll": iso(repo.last_poll_at),
+        "last_success": iso(repo.last_success_at),
+        "last_change": iso(repo.last_change_at),
+        "last_error": repo.last_error,
+        "last_error_kind": repo.last_error_kind,
+        "failures": repo.failures,
+        "next_check": iso(repo.next_check_at),
+    }
+
+
+def subscription_json(sub: Any, *, with_secret: bool = False) -> dict[str, Any]:
+    """A webhook subscription (``storage.subscriptions.SubscriptionRecord``); the secret only on creation."""
+    out: dict[str, Any] = {
+        "id": sub.id,
+        "url": sub.url,
+        "repos": None if sub.repos is None else list(sub.repos),
+        "status": sub.status,
+        "created_at": iso(sub.created_at),
+        "consecutive_failures": sub.consecutive_failures,
+        "disabled_reason": sub.disabled_reason,
+        "deliveries": {"pending": sub.pending, "delivered": sub.delivered, "failed": sub.failed},
+        "last_error": sub.last_error,
+    }
+    if with_secret:
+        out["secret"] = sub.secret
+    return out

@@ -1,0 +1,122 @@
+"""Layer 4: the ``hubwatch`` command line. ``main(argv) -> exit code``; errors mapped in one place.
+
+Exit codes: 0 ok, 1 error (one line on stderr; traceback only with --debug), 2 usage.
+``--json`` prints exactly one JSON document on stdout and nothing else there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from tracker.cli import commands
+from tracker.errors import HubwatchError, NotTrackedError, RevisionUnknownError, UsageError
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hubwatch", description="Track Hugging Face model repos and advise on every change.")
+    p.add_argument("--config", metavar="PATH", help="config file (default: HUBWATCH_CONFIG or ./config.toml)")
+    p.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def cmd(name: str, help: str, *, json: bool = False) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help, description=help)
+        if json:
+            sp.add_argument("--json", action="store_true", help="print one JSON document")
+        return sp
+
+    t = cmd("track", "start tracking a Hub repo (org/name) or a git repository", json=True)
+    t.add_argument("source", metavar="SOURCE")
+    t.add_argument("--as", dest="as_id", metavar="ORG/NAME", help="the id a git source is tracked under")
+    t.add_argument("--branch", default="main")
+    t.add_argument("--backfill", default="all", help="all | none | N (how much history to read first)")
+    t.add_argument("--no-read", action="store_true", help="only register; the next poll reads the history")
+
+    u = cmd("untrack", "stop tracking a repo; its history is kept", json=True)
+    u.add_argument("source", metavar="SOURCE")
+
+    cmd("repos", "tracked repos with head, last poll, status and last error", json=True)
+
+    po = cmd("poll", "one pass now over the named (or all) repos, then deliver pending webhooks", json=True)
+    po.add_argument("sources", nargs="*", metavar="SOURCE")
+
+    h = cmd("history", "a repo's revisions, newest first", json=True)
+    h.add_argument("source", metavar="SOURCE")
+    h.add_argument("--limit", type=int, default=None)
+
+    s = cmd("show", "one revision: its changes, plan and advisory", json=True)
+    s.add_argument("source", metavar="SOURCE")
+    s.add_argument("rev", metavar="REV")
+
+    d = cmd("diff", "changes between any two stored revisions", json=True)
+    d.add_argument("source", metavar="SOURCE")
+    d.add_argument("rev_a", metavar="REV_A")
+    d.add_argument("rev_b", metavar="REV_B")
+
+    pl = cmd("plan", "the GPU-memory plan of config files or of a stored revision", json=True)
+    pl.add_argument("targets", nargs="+", metavar="CONFIG_JSON|SOURCE[@REV]")
+
+    a = cmd("advisories", "OSV advisories, of one repo or all", json=True)
+    a.add_argument("source", nargs="?", metavar="SOURCE")
+
+    one = cmd("advisory", "one OSV record as JSON")
+    one.add_argument("id", metavar="ID")
+
+    ex = cmd("export", "write the advisories as static files")
+    ex.add_argument("format", choices=["osv"])
+    ex.add_argument("directory", metavar="DIR")
+
+    cmd("run", "scheduler + HTTP API in one process, until SIGINT/SIGTERM")
+    cmd("serve", "the HTTP API alone")
+
+    sb = cmd("subscribe", "add an outbound webhook subscription", json=True)
+    sb.add_argument("url", metavar="URL")
+    sb.add_argument("--repo", action="append", dest="repos", metavar="ORG/NAME", help="only these repos (repeatable)")
+    sb.add_argument("--secret", help="a whsec_ secret (default: a new one)")
+    cmd("subscriptions", "list webhook subscriptions", json=True)
+    us = cmd("unsubscribe", "remove a webhook subscription", json=True)
+    us.add_argument("id", metavar="ID")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse: --help (0) or a usage error (2)
+        return int(e.code or 0)
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        return commands.dispatch(args)
+    except UsageError as e:
+        _fail(args, e)
+        return EXIT_USAGE
+    except (HubwatchError, NotTrackedError, RevisionUnknownError, OSError, ValueError) as e:
+        _fail(args, e)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # the one catch-all of the CLI: one line, no traceback unless --debug
+        _fail(args, e)
+        return EXIT_ERROR
+
+
+def _fail(args: argparse.Namespace, e: BaseException) -> None:
+    if getattr(args, "debug", False):
+        import traceback
+
+        traceback.print_exc()
+    message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    print(f"hubwatch: error: {message}", file=sys.stderr)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

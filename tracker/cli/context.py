@@ -1,0 +1,107 @@
+"""What every command needs: the settings, the store, and how to open a repo's source."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from storage import Store, open_store
+from storage.records import RepoRecord
+from tracker.config import Settings, load_settings
+from tracker.errors import NotTrackedError
+from tracker.pipeline import PipelineOptions
+from tracker.pipeline.advise_step import AdviseStep
+from tracker.pipeline.plan_step import PlanStep
+from tracker.pipeline.sources import SourceFactory, is_git_location
+from tracker.snapshot import SnapshotLimits
+
+
+@dataclass
+class Context:
+    args: argparse.Namespace
+    settings: Settings = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.settings = load_settings(self.args.config)
+
+    @cached_property
+    def store(self) -> Store:
+        return open_store(self.settings.storage.url)
+
+    @cached_property
+    def sources(self) -> SourceFactory:
+        hub = self.settings.hub
+        return SourceFactory(endpoint=hub.endpoint, token=hub.token, timeout=hub.timeout_seconds)
+
+    @cached_property
+    def pipeline_options(self) -> PipelineOptions:
+        return pipeline_options(self.settings)
+
+    @property
+    def json(self) -> bool:
+        return bool(getattr(self.args, "json", False))
+
+    def resolve_repo(self, source: str) -> RepoRecord:
+        """A tracked repo by id, or by the git location it was tracked from."""
+        repo = self.store.get_repo(source)
+        if repo is not None:
+            return repo
+        if is_git_location(source):
+            from tracker.hub.localgit import default_repo_id
+
+            for r in self.store.list_repos(include_inactive=True):
+                if r.source == source or r.source.rstrip("/") == _abspath(source):
+                    return r
+            try:
+                repo = self.store.get_repo(default_repo_id(source))
+            except ValueError:
+                repo = None
+            if repo is not None:
+                return repo
+        raise NotTrackedError(f"not tracked: {source}")
+
+    def emit(self, doc: Any) -> None:
+        """Print one JSON document on stdout."""
+        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=str)
+        sys.stdout.write("\n")
+
+
+def pipeline_options(settings: Settings) -> PipelineOptions:
+    lim = settings.limits
+    return PipelineOptions(
+        limits=SnapshotLimits(
+            max_file_bytes=lim.max_file_bytes, max_tokenizer_bytes=lim.max_tokenizer_bytes,
+            max_header_bytes=lim.max_header_bytes, max_files=lim.max_files,
+        ),
+        plan=PlanStep(assumptions=cost_assumptions(settings)),
+        advise=AdviseStep.from_settings(settings.advisories.id_prefix, settings.advisories.osv_api,
+                                        timeout=settings.hub.timeout_seconds),
+    )
+
+
+def cost_assumptions(settings: Settings) -> Any:
+    """Map ``[planner]`` keys onto the planner's CostAssumptions (unset keys keep its defaults)."""
+    from dataclasses import replace
+
+    from tracker.planner import CostAssumptions
+
+    base = CostAssumptions()
+    p = settings.planner
+    mapping = {
+        "card": p.cost_card, "price_per_hour": p.cost_price_per_hour,
+        "peak_flops": p.cost_peak_flops, "efficiency": p.cost_efficiency,
+    }
+    names = {f for f in getattr(base, "__dataclass_fields__", {})}
+    updates = {k: v for k, v in mapping.items() if v is not None and k in names}
+    return replace(base, **updates) if updates else base
+
+
+def _abspath(source: str) -> str:
+    from pathlib import Path
+
+    p = Path(source).expanduser()
+    return str(p.resolve()) if p.exists() else source

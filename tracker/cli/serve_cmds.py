@@ -1,0 +1,150 @@
+"""run, serve, and the webhook subscription commands."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from typing import Any
+
+from tracker.cli.context import Context
+from tracker.errors import HubwatchError, UsageError
+
+log = logging.getLogger("hubwatch")
+
+
+def _configure_logging() -> None:
+    """The long-running commands log at INFO, one line per event, to stderr."""
+    root = logging.getLogger()
+    if root.level > logging.INFO:
+        root.setLevel(logging.INFO)
+
+
+def serve(ctx: Context) -> int:
+    """The HTTP API alone, on [server] host/port."""
+    import uvicorn
+
+    from tracker.api.app import create_app
+
+    _configure_logging()
+    app = create_app(ctx.store, ctx.settings)
+    uvicorn.run(app, host=ctx.settings.server.host, port=ctx.settings.server.port, log_level="warning")
+    return 0
+
+
+def sync_config_repos(ctx: Context) -> int:
+    """Track the repos listed in config.toml; returns how many were added.
+
+    Idempotent, and safe when several daemons start at once (``add_repo`` lets one win); a
+    repo someone untracked stays untracked.
+    """
+    from tracker.pipeline.sources import is_git_location
+
+    added = 0
+    for entry in ctx.settings.repos:
+        if ctx.store.get_repo(entry.id) is not None:
+            continue
+        source = entry.source or entry.id
+        kind = "git" if entry.source and is_git_location(entry.source) else "hub"
+        _repo, created = ctx.store.add_repo(entry.id, source=source, source_kind=kind, branch=entry.branch)
+        added += created
+    return added
+
+
+def build_daemon(ctx: Context) -> Any:
+    """A Daemon configured from ``[schedule]`` and ``[hub]`` (firehose reader included when on)."""
+    from tracker.daemon import Daemon, DaemonConfig
+    from tracker.hub.firehose import Firehose
+
+    sch, hub = ctx.settings.schedule, ctx.settings.hub
+    config = DaemonConfig(
+        interval_seconds=sch.interval_seconds, jitter_seconds=sch.jitter_seconds, concurrency=sch.concurrency,
+        lease_seconds=sch.lease_seconds, requests_per_5min=hub.requests_per_5min,
+        max_backoff_seconds=sch.max_backoff_seconds, firehose=sch.firehose,
+        tick_seconds=max(0.5, min(5.0, sch.interval_seconds / 4, sch.lease_seconds / 4)),
+    )
+    firehose = Firehose(hub.endpoint, token=hub.token, timeout=hub.timeout_seconds) if sch.firehose else None
+    return Daemon(ctx.store, ctx.sources, ctx.pipeline_options, config, firehose=firehose,
+                  deliver=_deliverer(ctx))
+
+
+def _deliverer(ctx: Context) -> Any:
+    try:
+        from tracker.delivery import deliver_pending
+    except ImportError:
+        return None
+    return lambda: deliver_pending(ctx.store, ctx.settings)
+
+
+def run(ctx: Context) -> int:
+    """Scheduler and HTTP API in one process until SIGINT/SIGTERM; exits 0 after a clean stop.
+
+    The API runs in a thread (uvicorn installs no signal handlers off the main thread); the
+    main thread owns the signals: the first one stops claiming and lets running checks finish
+    for a grace period, a second one cancels them at once. Leases still held are released.
+    """
+    import uvicorn
+
+    from tracker.api.app import create_app
+    from tracker.api.metrics import Metrics
+
+    _configure_logging()
+    if logging.getLogger().level > logging.DEBUG:  # else --debug: keep every line
+        for noisy in ("httpx", "httpx2", "huggingface_hub"):  # a line per request
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+        logging.getLogger("apscheduler").setLevel(logging.ERROR)  # a line per tick, "skipped: still running"
+    added = sync_config_repos(ctx)
+    daemon = build_daemon(ctx)
+    metrics = Metrics(ctx.store, stats=daemon.stats.snapshot)
+    app = create_app(ctx.store, ctx.settings, scheduler_alive=daemon.alive, metrics=metrics)
+    host, port = ctx.settings.server.host, ctx.settings.server.port
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off"))
+    stop = threading.Event()
+    signals: list[int] = []
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        signals.append(signum)
+        if len(signals) > 1:
+            daemon.cancel.set()  # a second signal: do not wait for running checks
+        log.info("signal %s: stopping", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    api = threading.Thread(target=server.run, name="hubwatch-api", daemon=True)
+    api.start()
+    while not server.started and api.is_alive() and not stop.is_set():
+        time.sleep(0.05)
+    if not server.started and not stop.is_set():
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        raise HubwatchError(f"the HTTP API could not listen on {host}:{port}")
+    daemon.start()
+    log.info("hubwatch running: owner %s, api on http://%s:%s, %d repos tracked (%d from config), firehose %s",
+             daemon.owner, host, port, len(ctx.store.list_repos()), added, "on" if daemon.firehose else "off")
+    try:
+        while not stop.wait(0.5):
+            if not api.is_alive():
+                log.error("the HTTP API stopped; stopping")
+                break
+    finally:
+        daemon.stop()
+        server.should_exit = True
+        api.join(timeout=10)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        log.info("hubwatch stopped")
+    return 0
+
+
+def subscribe(ctx: Context) -> int:
+    raise UsageError("webhook subscriptions are not available in this build")
+
+
+def subscriptions(ctx: Context) -> int:
+    raise UsageError("webhook subscriptions are not available in this build")
+
+
+def unsubscribe(ctx: Context) -> int:
+    raise UsageError("webhook subscriptions are not available in this build")
+

@@ -1,0 +1,225 @@
+"""Settings: config.toml, then environment overrides, loaded once by an entry point.
+
+Nothing below the entry points reads the environment; everything gets a ``Settings`` (or the
+values it needs) as arguments. Tokens come only from the environment and are redacted from
+``repr``.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from tracker.errors import ConfigError
+
+DEFAULT_CONFIG_NAME = "config.toml"
+
+
+@dataclass(frozen=True, slots=True)
+class StorageSettings:
+    url: str = "sqlite:///hubwatch.db"
+
+
+@dataclass(frozen=True, slots=True)
+class HubSettings:
+    endpoint: str = "https://huggingface.co"
+    timeout_seconds: float = 30.0
+    requests_per_5min: int = 1000
+    token: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleSettings:
+    interval_seconds: int = 900
+    jitter_seconds: int = 60
+    concurrency: int = 8
+    lease_seconds: int = 120
+    firehose: bool = False
+    max_backoff_seconds: int = 21600
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    api_token: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class LimitSettings:
+    max_file_bytes: int = 2_000_000
+    max_tokenizer_bytes: int = 25_165_824
+    max_header_bytes: int = 25_000_000
+    max_json_depth: int = 64
+    max_files: int = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookSettings:
+    allow_private_destinations: bool = False
+    max_attempts: int = 8
+    disable_after_failures: int = 20
+
+
+@dataclass(frozen=True, slots=True)
+class HookSettings:
+    secret: str = field(default="", repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class AdvisorySettings:
+    id_prefix: str = "x_HUBWATCH"
+    osv_api: str = "https://api.osv.dev"
+
+
+@dataclass(frozen=True, slots=True)
+class PlannerSettings:
+    cost_card: str | None = None
+    cost_price_per_hour: float | None = None
+    cost_peak_flops: float | None = None
+    cost_efficiency: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RepoEntry:
+    """A repo tracked from the config file."""
+
+    id: str
+    source: str | None = None  # a git location; None = the Hub repo of that id
+    branch: str = "main"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    storage: StorageSettings = StorageSettings()
+    hub: HubSettings = HubSettings()
+    schedule: ScheduleSettings = ScheduleSettings()
+    server: ServerSettings = ServerSettings()
+    limits: LimitSettings = LimitSettings()
+    webhooks: WebhookSettings = WebhookSettings()
+    hooks: HookSettings = HookSettings()
+    advisories: AdvisorySettings = AdvisorySettings()
+    planner: PlannerSettings = PlannerSettings()
+    repos: tuple[RepoEntry, ...] = ()
+    config_path: str | None = None
+
+
+_SECTIONS: dict[str, type[Any]] = {
+    "storage": StorageSettings,
+    "hub": HubSettings,
+    "schedule": ScheduleSettings,
+    "server": ServerSettings,
+    "limits": LimitSettings,
+    "webhooks": WebhookSettings,
+    "hooks": HookSettings,
+    "advisories": AdvisorySettings,
+    "planner": PlannerSettings,
+}
+_SECRET_KEYS = {("hub", "token"), ("server", "api_token")}
+
+
+def _coerce(section: str, key: str, value: Any, target: Any) -> Any:
+    """Convert a TOML or environment value to the field's declared type."""
+    kind = str(target)
+    try:
+        if "bool" in kind:
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in {"1", "true", "yes", "on"}:
+                return True
+            if text in {"0", "false", "no", "off", ""}:
+                return False
+            raise ValueError(value)
+        if "int" in kind and "float" not in kind:
+            return None if value in ("", None) and "None" in kind else int(value)
+        if "float" in kind:
+            return None if value in ("", None) and "None" in kind else float(value)
+        return None if value is None else str(value)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"[{section}] {key}: invalid value {value!r}") from e
+
+
+def _section(name: str, raw: Mapping[str, Any], env: Mapping[str, str]) -> Any:
+    cls = _SECTIONS[name]
+    known = {f.name: f.type for f in fields(cls)}
+    unknown = set(raw) - set(known)
+    if unknown:
+        raise ConfigError(f"[{name}]: unknown key(s) {', '.join(sorted(unknown))}")
+    values: dict[str, Any] = {}
+    for key, typ in known.items():
+        if (name, key) in _SECRET_KEYS and key in raw:
+            raise ConfigError(f"[{name}] {key}: tokens belong in the environment, not the file")
+        if key in raw:
+            values[key] = _coerce(name, key, raw[key], typ)
+        env_key = f"HUBWATCH_{name.upper()}_{key.upper()}"
+        if env_key in env:
+            values[key] = _coerce(name, key, env[env_key], typ)
+    return cls(**values)
+
+
+def _repos(raw: Any) -> tuple[RepoEntry, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ConfigError("[[repos]] must be an array of tables")
+    out = []
+    for item in raw:
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            raise ConfigError("each [[repos]] entry needs an id = 'org/name'")
+        extra = set(item) - {"id", "source", "branch"}
+        if extra:
+            raise ConfigError(f"[[repos]] {item['id']}: unknown key(s) {', '.join(sorted(extra))}")
+        out.append(RepoEntry(id=item["id"], source=item.get("source"), branch=item.get("branch", "main")))
+    return tuple(out)
+
+
+def load_settings(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    """Read the config file (explicit path, HUBWATCH_CONFIG, ./config.toml, or none) and the environment."""
+    env = dict(os.environ if env is None else env)
+    chosen = path or env.get("HUBWATCH_CONFIG")
+    raw: dict[str, Any] = {}
+    if chosen:
+        p = Path(chosen)
+        if not p.is_file():
+            raise ConfigError(f"config file not found: {p}")
+    else:
+        p = Path(DEFAULT_CONFIG_NAME)
+    if p.is_file():
+        try:
+            raw = tomllib.loads(p.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            raise ConfigError(f"{p}: {e}") from e
+    unknown = set(raw) - set(_SECTIONS) - {"repos"}
+    if unknown:
+        raise ConfigError(f"{p}: unknown section(s) {', '.join(sorted(unknown))}")
+    sections = {name: _section(name, raw.get(name, {}) or {}, env) for name in _SECTIONS}
+    s = Settings(**sections, repos=_repos(raw.get("repos")), config_path=str(p) if p.is_file() else None)
+    if env.get("HUBWATCH_DATABASE_URL"):
+        s = replace(s, storage=replace(s.storage, url=env["HUBWATCH_DATABASE_URL"]))
+    if env.get("HF_ENDPOINT"):
+        s = replace(s, hub=replace(s.hub, endpoint=env["HF_ENDPOINT"].rstrip("/")))
+    token = env.get("HF_TOKEN") or env.get("HUGGING_FACE_HUB_TOKEN")
+    if token:
+        s = replace(s, hub=replace(s.hub, token=token))
+    if env.get("HUBWATCH_API_TOKEN"):
+        s = replace(s, server=replace(s.server, api_token=env["HUBWATCH_API_TOKEN"]))
+    if env.get("HUBWATCH_WEBHOOK_SECRET"):
+        s = replace(s, hooks=replace(s.hooks, secret=env["HUBWATCH_WEBHOOK_SECRET"]))
+    _validate(s)
+    return s
+
+
+def _validate(s: Settings) -> None:
+    if s.schedule.concurrency < 1:
+        raise ConfigError("[schedule] concurrency must be at least 1")
+    if s.schedule.interval_seconds < 1:
+        raise ConfigError("[schedule] interval_seconds must be at least 1")
+    if s.hub.timeout_seconds <= 0:
+        raise ConfigError("[hub] timeout_seconds must be positive")
+    if not s.advisories.id_prefix.startswith("x_"):
+        raise ConfigError("[advisories] id_prefix must start with x_ (OSV's local-database prefix)")

@@ -1,0 +1,468 @@
+"""Render an untrusted chat template in a sandbox bounded in time, memory and output.
+
+Layer 1 (stage 4, diff), pure. Jinja's ``ImmutableSandboxedEnvironment`` (what transformers
+uses) stops attribute escapes but not a template that loops 10^10 times or doubles a string
+60 times. Here every loop iteration and macro call is charged against a fuel budget (in
+proportion to the size of its body), every call, filter, test, attribute lookup and
+intercepted operator costs fuel too, values built by the template are size-checked before
+they are built where that is possible (``*``, ``**``, ``+``, ``%``, width arguments,
+``replace``, container literals) and after otherwise, and the output is capped. Any breach,
+like any template error, ends the render with an error string: :func:`render` never raises.
+
+Access to an unsafe attribute raises here (Jinja's default is an empty undefined), so a
+probing template is refused rather than rendered as if nothing happened. ``strftime_now``
+returns a fixed date: the diff must not depend on the clock.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from jinja2 import nodes, pass_environment
+from jinja2.exceptions import SecurityError, TemplateError
+from jinja2.ext import Extension, loopcontrols
+from jinja2.filters import make_attrgetter
+from jinja2.parser import Parser
+from jinja2.runtime import Context, Undefined
+from jinja2.sandbox import ImmutableSandboxedEnvironment, safe_range
+from jinja2.utils import Cycler, Joiner, Namespace
+from jinja2.visitor import NodeTransformer
+
+FUEL = 200_000
+MAX_OUTPUT = 64 * 1024  # characters of one rendered prompt
+MAX_VALUE = 256 * 1024  # characters of a string / items of a container the template builds
+MAX_NODES = 100_000  # items of a nested value, shared references counted each time
+MAX_INT_BITS = 4096
+MAX_WIDTH = 10_000  # a format width or precision
+MAX_TEMPLATE_CHARS = 256 * 1024
+MAX_INDENT = 16
+FIXED_NOW = datetime(2024, 7, 26, 12, 0, tzinfo=UTC)
+_PRINTF = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d*)(?:\.(\*|\d*))?")
+_BRACE_SPEC = re.compile(r"\{[^{}]*:([^{}]*)\}")
+_DIGITS = re.compile(r"\d+")
+_WIDTH_FILTERS = {"center": 1, "indent": 1, "batch": 1, "slice": 1}
+
+
+class RenderLimit(Exception):
+    """The template went over one of the sandbox's bounds."""
+
+
+class _Budget:
+    def __init__(self, fuel: int) -> None:
+        self.fuel = fuel
+
+    def spend(self, n: int = 1) -> None:
+        self.fuel -= n
+        if self.fuel < 0:
+            raise RenderLimit("template exceeded its step budget")
+
+
+def _measure(value: Any, budget: _Budget) -> int:
+    """Items in ``value``, walking containers (and namespaces) iteratively; charged as fuel."""
+    count = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, (str, bytes)):
+            count += len(item) // 64
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend(item)
+        elif isinstance(item, range):
+            count += len(item)
+        elif isinstance(item, Namespace):
+            stack.extend(object.__getattribute__(item, "_Namespace__attrs").values())
+        if count > MAX_NODES:
+            raise RenderLimit(f"a value of over {MAX_NODES} items")
+    budget.spend(count)
+    return count
+
+
+def _check_format(fmt: str) -> None:
+    """Refuse printf / str.format widths and precisions that would build huge strings."""
+    for m in _PRINTF.finditer(fmt):
+        for g in m.groups():
+            if g and g != "*" and int(g) > MAX_WIDTH:
+                raise RenderLimit(f"format width {g} is too large")
+    for m in _BRACE_SPEC.finditer(fmt):
+        for d in _DIGITS.findall(m.group(1)):
+            if len(d) > 5 or int(d) > MAX_WIDTH:
+                raise RenderLimit(f"format width {d} is too large")
+
+
+def _check_ints(args: tuple[Any, ...] | list[Any]) -> None:
+    for a in args:
+        if isinstance(a, int) and not isinstance(a, bool) and abs(a) > MAX_VALUE:
+            raise RenderLimit(f"size argument {a} is too large")
+
+
+def _check_binop(op: str, left: Any, right: Any) -> None:
+    sized = (str, bytes, list, tuple)
+    if op == "*":
+        if isinstance(left, sized) and isinstance(right, int):
+            if len(left) * right > MAX_VALUE:
+                raise RenderLimit("sequence repetition is too large")
+        elif isinstance(right, sized) and isinstance(left, int):
+            if len(right) * left > MAX_VALUE:
+                raise RenderLimit("sequence repetition is too large")
+        elif (
+            isinstance(left, int)
+            and isinstance(right, int)
+            and left.bit_length() + right.bit_length() > MAX_INT_BITS
+        ):
+            raise RenderLimit("integer product is too large")
+    elif op == "**":
+        if (
+            isinstance(left, int)
+            and isinstance(right, int)
+            and right > 0
+            and abs(left) > 1
+            and left.bit_length() * right > MAX_INT_BITS
+        ):
+            raise RenderLimit("integer power is too large")
+    elif op == "+":
+        if (
+            isinstance(left, sized)
+            and isinstance(right, sized)
+            and len(left) + len(right) > MAX_VALUE
+        ):
+            raise RenderLimit("concatenation is too large")
+    elif op == "%" and isinstance(left, str):
+        _check_format(left)
+        if "*" in left:
+            _check_ints(list(right) if isinstance(right, tuple) else [right])
+
+
+def _check_filter(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Bounds for the built-in filters that can amplify their input."""
+    strs = [a for a in args if isinstance(a, str)]
+    if name in _WIDTH_FILTERS:
+        _check_ints(args)
+        _check_ints(list(kwargs.values()))
+    if name == "indent" and strs:
+        width = args[1] if len(args) > 1 else kwargs.get("width", 4)
+        w = len(width) if isinstance(width, str) else width if isinstance(width, int) else 4
+        if len(strs[0]) + (strs[0].count("\n") + 1) * max(w, 0) > MAX_VALUE:
+            raise RenderLimit("indent result is too large")
+    elif name == "wordwrap" and strs:
+        ints = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
+        width = max(ints[0] if ints else kwargs.get("width", 79), 1)
+        wrap = kwargs.get("wrapstring") or (strs[1] if len(strs) > 1 else "\n")
+        if (len(strs[0]) // width + 1) * len(str(wrap)) > MAX_VALUE:
+            raise RenderLimit("wordwrap result is too large")
+    elif name == "replace" and len(strs) >= 3:
+        s, old, new = strs[0], strs[1], strs[2]
+        n = len(s) + 1 if not old else len(s) // len(old)
+        if len(s) + n * len(new) > MAX_VALUE:
+            raise RenderLimit("replace result is too large")
+    elif name == "format" and strs:
+        _check_format(strs[0])
+        if "*" in strs[0]:
+            _check_ints(args)
+    elif name == "tojson":
+        indent = args[1] if len(args) > 1 else kwargs.get("indent")
+        if (isinstance(indent, str) and len(indent) > MAX_INDENT) or (
+            isinstance(indent, int) and indent > MAX_INDENT
+        ):
+            raise RenderLimit("tojson indent is too large")
+
+
+def _tojson(
+    value: Any, indent: int | None = None, separators: Any = None, sort_keys: bool = False
+) -> str:
+    """transformers' tojson: real JSON (no HTML escaping), unicode kept."""
+    return json.dumps(
+        value, ensure_ascii=False, indent=indent, separators=separators, sort_keys=sort_keys
+    )
+
+
+@pass_environment
+def _join(environment: Any, value: Any, d: Any = "", attribute: Any = None) -> str:
+    """Jinja's join, with the result's size known before it is built (value may be a generator)."""
+    sep = str(d)
+    items = list(itertools.islice(value, MAX_VALUE + 1))
+    if len(items) > MAX_VALUE:
+        raise RenderLimit("join of too many items")
+    if attribute is not None:
+        get = make_attrgetter(environment, attribute)
+        items = [get(x) for x in items]
+    parts = []
+    for x in items:
+        if not isinstance(x, str):
+            _measure(x, environment.budget)
+        parts.append(str(x))
+    if sum(map(len, parts)) + max(len(parts) - 1, 0) * len(sep) > MAX_VALUE:
+        raise RenderLimit("join result is too large")
+    return sep.join(parts)
+
+
+def _raise_exception(message: Any) -> None:
+    raise TemplateError(str(message)[:500])
+
+
+def _strftime_now(fmt: Any) -> str:
+    if not isinstance(fmt, str) or len(fmt) > 100:
+        raise RenderLimit("strftime_now format is not a short string")
+    return FIXED_NOW.strftime(fmt)
+
+
+class _GenerationTag(Extension):
+    """transformers' ``{% generation %}...{% endgeneration %}``: renders its body as is."""
+
+    tags = {"generation"}
+
+    def parse(self, parser: Parser) -> list[nodes.Node]:
+        next(parser.stream)
+        return list(parser.parse_statements(("name:endgeneration",), drop_needle=True))
+
+
+def _size(body: list[nodes.Node]) -> int:
+    """Static cost of running a block body once: its nodes plus its literal text."""
+    n = 0
+    for node in body:
+        for sub in (node, *node.find_all(nodes.Node)):
+            n += 1
+            if isinstance(sub, nodes.TemplateData):
+                n += len(sub.data) // 64
+    return 1 + n // 8
+
+
+class _Instrument(NodeTransformer):
+    """Charge loops and macros per run; route concatenation and literals through checks."""
+
+    def _call(self, name: str, args: list[nodes.Expr], like: nodes.Node) -> nodes.Call:
+        call = nodes.Call(nodes.Name(name, "load"), args, [], None, None)
+        call.set_lineno(like.lineno)
+        return call
+
+    def _charged(self, node: Any) -> Any:
+        """Visit the block's children, then make its body pay for itself on every run."""
+        cost = _size(node.body)
+        self.generic_visit(node)
+        tick = self._call("__hw_tick", [nodes.Const(cost)], node)
+        node.body.insert(0, nodes.Output([tick]).set_lineno(node.lineno))
+        return node
+
+    def visit_For(self, node: nodes.For) -> nodes.Node:
+        return self._charged(node)  # type: ignore[no-any-return]
+
+    def visit_Macro(self, node: nodes.Macro) -> nodes.Node:
+        return self._charged(node)  # type: ignore[no-any-return]
+
+    def visit_CallBlock(self, node: nodes.CallBlock) -> nodes.Node:
+        return self._charged(node)  # type: ignore[no-any-return]
+
+    def visit_Concat(self, node: nodes.Concat) -> nodes.Node:
+        self.generic_visit(node)
+        return self._call("__hw_concat", list(node.nodes), node)
+
+    def visit_List(self, node: nodes.List) -> nodes.Node:
+        self.generic_visit(node)
+        return self._call("__hw_list", list(node.items), node)
+
+    def visit_Tuple(self, node: nodes.Tuple) -> nodes.Node:
+        self.generic_visit(node)
+        if node.ctx != "load":
+            return node
+        return self._call("__hw_tuple", list(node.items), node)
+
+    def visit_Dict(self, node: nodes.Dict) -> nodes.Node:
+        self.generic_visit(node)
+        flat: list[nodes.Expr] = []
+        for pair in node.items:
+            flat.extend((pair.key, pair.value))
+        return self._call("__hw_dict", flat, node)
+
+
+class BoundedSandbox(ImmutableSandboxedEnvironment):
+    """An ImmutableSandboxedEnvironment whose every render step draws on one fuel budget."""
+
+    intercepted_binops = frozenset({"*", "**", "+", "%"})
+
+    def __init__(self, fuel: int = FUEL) -> None:
+        super().__init__(
+            trim_blocks=True,
+            lstrip_blocks=True,
+            autoescape=False,
+            extensions=[loopcontrols, _GenerationTag],
+        )
+        self.budget = _Budget(fuel)
+        self.finalize = self._finalize
+        self.filters["tojson"] = _tojson
+        self.filters["join"] = _join
+        self.filters.pop("random", None)  # not deterministic
+        self.filters = {k: self._wrap(k, f) for k, f in self.filters.items()}
+        self.tests = {k: self._wrap(k, f) for k, f in self.tests.items()}  # type: ignore[arg-type]
+        self.globals = {
+            "range": safe_range,
+            "dict": dict,
+            "namespace": Namespace,
+            "cycler": Cycler,
+            "joiner": Joiner,
+            "raise_exception": _raise_exception,
+            "strftime_now": _strftime_now,
+            "__hw_tick": self._tick,
+            "__hw_concat": self._concat,
+            "__hw_list": self._list,
+            "__hw_tuple": self._tuple,
+            "__hw_dict": self._dict,
+        }
+
+    # -- accounting -------------------------------------------------------------------
+    def _check_value(self, value: Any) -> Any:
+        if isinstance(value, (str, bytes, list, tuple, dict, set)):
+            if len(value) > MAX_VALUE:
+                raise RenderLimit(f"a value of {len(value)} items, over {MAX_VALUE}")
+            if isinstance(value, (str, bytes)):
+                self.budget.spend(len(value) // 256)
+        elif isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
+            raise RenderLimit("an integer of over 4096 bits")
+        return value
+
+    def _finalize(self, value: Any) -> Any:
+        if not isinstance(value, (str, int, float, bool, type(None), Undefined)):
+            _measure(value, self.budget)
+        return self._check_value(value)
+
+    def _tick(self, cost: int) -> str:
+        self.budget.spend(cost)
+        return ""
+
+    def _concat(self, *parts: Any) -> str:
+        for p in parts:
+            if not isinstance(p, str):
+                _measure(p, self.budget)
+        if sum(len(p) for p in parts if isinstance(p, str)) > MAX_VALUE:
+            raise RenderLimit("concatenation is too large")
+        return str(self._check_value("".join(str(p) for p in parts)))
+
+    def _list(self, *items: Any) -> list[Any]:
+        _measure(items, self.budget)
+        return list(items)
+
+    def _tuple(self, *items: Any) -> tuple[Any, ...]:
+        _measure(items, self.budget)
+        return items
+
+    def _dict(self, *flat: Any) -> dict[Any, Any]:
+        _measure(flat, self.budget)
+        return dict(zip(flat[::2], flat[1::2], strict=True))
+
+    def _wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def bounded(*args: Any, **kwargs: Any) -> Any:
+            self.budget.spend(1)
+            for a in (*args, *kwargs.values()):
+                if isinstance(a, (list, tuple, dict, set, frozenset, Namespace)):
+                    _measure(a, self.budget)
+            _check_filter(name, args, kwargs)
+            return self._check_value(fn(*args, **kwargs))
+
+        return bounded
+
+    # -- sandbox hooks ----------------------------------------------------------------
+    def unsafe_undefined(self, obj: Any, attribute: str) -> Undefined:
+        raise SecurityError(f"access to {attribute!r} of a {type(obj).__name__!r} is refused")
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        self.budget.spend(1)
+        return super().getattr(obj, attribute)
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        self.budget.spend(1)
+        return super().getitem(obj, argument)
+
+    def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
+        wrapped = super().wrap_str_format(value)
+        if wrapped is not None:
+            _check_format(value.__self__)
+            inner = wrapped
+
+            def checked(*args: Any, **kwargs: Any) -> str:
+                if ":{" in value.__self__:
+                    _check_ints(args)
+                    _check_ints(list(kwargs.values()))
+                return str(self._check_value(inner(*args, **kwargs)))
+
+            return checked
+        return None
+
+    def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
+        self.budget.spend(1)
+        _check_binop(operator, left, right)
+        return self._check_value(super().call_binop(context, operator, left, right))
+
+    def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        __self.budget.spend(1)
+        for a in (*args, *kwargs.values()):
+            if isinstance(a, (list, tuple, dict, set, frozenset, Namespace)):
+                _measure(a, __self.budget)
+        owner = getattr(__obj, "__self__", None)
+        if isinstance(owner, str):
+            method = getattr(__obj, "__name__", "")
+            if method in ("center", "ljust", "rjust", "zfill"):
+                _check_ints(args)
+            elif method == "expandtabs":
+                tab = args[0] if args else kwargs.get("tabsize", 8)
+                if isinstance(tab, int) and len(owner) * max(tab, 1) > MAX_VALUE:
+                    raise RenderLimit("expandtabs result is too large")
+            elif method == "replace" and len(args) >= 2:
+                old, new = args[0], args[1]
+                if isinstance(old, str) and isinstance(new, str):
+                    n = len(owner) + 1 if not old else len(owner) // len(old)
+                    if len(owner) + n * len(new) > MAX_VALUE:
+                        raise RenderLimit("replace result is too large")
+            elif method == "join" and len(args) == 1:
+                return __self._check_value(_join(__self, args[0], owner))
+        return __self._check_value(super().call(__context, __obj, *args, **kwargs))
+
+    # -- entry point ------------------------------------------------------------------
+    def compile_bounded(self, source: str) -> Any:
+        """Parse, instrument and compile ``source`` (TemplateError / RenderLimit on failure)."""
+        if len(source) > MAX_TEMPLATE_CHARS:
+            raise RenderLimit(f"template of {len(source)} characters, over {MAX_TEMPLATE_CHARS}")
+        tree = self.parse(source)
+        tree = _Instrument().visit(tree)
+        tree.set_environment(self)
+        return self.from_string(tree)
+
+
+def render_stream(template: Any, context: Mapping[str, Any], budget: _Budget) -> str:
+    """Consume the render generator chunk by chunk, stopping at the output cap."""
+    out: list[str] = []
+    size = 0
+    chunks: Iterator[str] = template.generate(**context)
+    for chunk in chunks:
+        size += len(chunk)
+        budget.spend(len(chunk) // 256)
+        if size > MAX_OUTPUT:
+            raise RenderLimit(f"rendered output is over {MAX_OUTPUT} characters")
+        out.append(chunk)
+    return "".join(out)
+
+
+def describe_error(e: BaseException) -> str:
+    """A one-line, bounded description of why a template failed."""
+    if isinstance(e, SecurityError):
+        kind = "refused by the sandbox"
+    elif isinstance(e, RenderLimit):
+        kind = "stopped"
+    elif isinstance(e, TemplateError):
+        kind = "template error"
+    elif isinstance(e, RecursionError):
+        return "stopped: recursion too deep"
+    elif isinstance(e, MemoryError):
+        return "stopped: out of memory"
+    else:
+        kind = f"render error ({type(e).__name__})"
+    msg = " ".join(str(e).split())
+    return f"{kind}: {msg[:300]}"

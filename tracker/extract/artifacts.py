@@ -1,0 +1,112 @@
+"""Turn a revision's snapshot into parsed artifacts: the input of the diff and the planner.
+
+Layer 1 (stage 3, extract), pure: ``extract_artifacts(snapshot)`` reads only the snapshot.
+Nothing raises on bad content: a file that is missing, too large, not UTF-8, not JSON, too
+deep or of the wrong shape becomes a :class:`~tracker.model.ParseIssue` and its artifact is
+left empty, so one broken file never hides the rest of the revision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tracker.errors import InvalidContent
+from tracker.extract import paths, templates
+from tracker.extract.jsonsafe import load_json
+from tracker.extract.tokenizer import summarise_tokenizer
+from tracker.extract.weights import build_manifest
+from tracker.model import Artifacts, FileEntry, ParseIssue, Snapshot, TokenizerSummary
+
+
+def _readable_contents(snapshot: Snapshot, issues: list[ParseIssue]) -> dict[str, bytes]:
+    """The bytes of read paths present in the tree, within their caps; the rest as issues."""
+    out: dict[str, bytes] = {}
+    for path in sorted({f.path for f in snapshot.files}):
+        if not paths.is_content_path(path):
+            continue
+        if path in snapshot.read_errors:
+            issues.append(ParseIssue(path, f"not read: {snapshot.read_errors[path]}"))
+            continue
+        raw = snapshot.contents.get(path)
+        if raw is None:
+            issues.append(ParseIssue(path, "content not available in the snapshot"))
+        elif len(raw) > paths.max_content_bytes(path):
+            issues.append(
+                ParseIssue(path, f"{len(raw)} bytes, over the {paths.max_content_bytes(path)} cap")
+            )
+        else:
+            out[path] = raw
+    return out
+
+
+def _json_object(contents: Mapping[str, bytes], path: str, issues: list[ParseIssue]) -> Any:
+    """A top-level JSON object file, or None (absent, or an issue recorded)."""
+    raw = contents.get(path)
+    if raw is None:
+        return None
+    try:
+        doc = load_json(raw, max_bytes=paths.max_content_bytes(path))
+    except InvalidContent as e:
+        issues.append(ParseIssue(path, str(e)))
+        return None
+    if not isinstance(doc, dict):
+        issues.append(ParseIssue(path, f"expected a JSON object, found {type(doc).__name__}"))
+        return None
+    return doc
+
+
+def _tokenizer(contents: Mapping[str, bytes], issues: list[ParseIssue]) -> TokenizerSummary | None:
+    doc = _json_object(contents, paths.TOKENIZER_JSON, issues)
+    if doc is None:
+        return None
+    try:
+        return summarise_tokenizer(doc)
+    except InvalidContent as e:
+        issues.append(ParseIssue(paths.TOKENIZER_JSON, str(e)))
+        return None
+
+
+def _code(contents: Mapping[str, bytes], issues: list[ParseIssue]) -> dict[str, str]:
+    """``*.py`` text; undecodable bytes are replaced (and reported) so the diff still shows it."""
+    code: dict[str, str] = {}
+    for path, raw in contents.items():
+        if not paths.is_custom_code(path):
+            continue
+        try:
+            code[path] = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            issues.append(ParseIssue(path, f"not valid UTF-8 (byte {e.start}); shown with U+FFFD"))
+            code[path] = raw.decode("utf-8", errors="replace")
+    return code
+
+
+def extract_artifacts(snapshot: Snapshot) -> Artifacts:
+    """Parse everything hubwatch reads from one revision's snapshot."""
+    issues: list[ParseIssue] = []
+    files: tuple[FileEntry, ...] = tuple(sorted(snapshot.files, key=lambda f: f.path))
+    contents = _readable_contents(snapshot, issues)
+    found = templates.TemplateSet()
+    tokenizer_config = templates.take_from_tokenizer_config(
+        _json_object(contents, paths.TOKENIZER_CONFIG, issues), found
+    )
+    if paths.CHAT_TEMPLATE_JSON in contents:
+        ct_json = _json_object(contents, paths.CHAT_TEMPLATE_JSON, issues)
+        if ct_json is not None:
+            templates.take_from_json_file(ct_json, found)
+    templates.take_jinja_files(contents, found)
+    issues.extend(found.issues)
+    weights = build_manifest(files, contents, snapshot.safetensors_headers, issues)
+    return Artifacts(
+        files=files,
+        config=_json_object(contents, paths.CONFIG, issues),
+        generation_config=_json_object(contents, paths.GENERATION_CONFIG, issues),
+        tokenizer_config=tokenizer_config,
+        special_tokens_map=_json_object(contents, paths.SPECIAL_TOKENS_MAP, issues),
+        tokenizer=_tokenizer(contents, issues),
+        chat_templates=dict(sorted(found.templates.items())),
+        chat_template_sources=dict(sorted(found.sources.items())),
+        weights=weights,
+        code=dict(sorted(_code(contents, issues).items())),
+        issues=tuple(sorted(set(issues), key=lambda i: (i.path, i.message))),
+    )

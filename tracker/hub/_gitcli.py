@@ -1,0 +1,187 @@
+"""Stage 1 (source) helpers: run the ``git`` CLI safely and parse what it prints.
+
+Used by :mod:`tracker.hub.localgit`. Every call has a timeout; git never prompts (no
+terminal, no askpass) and refuses the ``ext::`` transport, because repository locations
+come from users and repo contents are untrusted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from tracker.errors import SourceUnavailable
+
+LFS_POINTER_MAX = 1024
+_LFS_HEAD = b"version https://git-lfs.github.com/spec/v1\n"
+_LFS_OID = re.compile(rb"^oid sha256:([0-9a-f]{64})$", re.M)
+_LFS_SIZE = re.compile(rb"^size ([0-9]{1,20})$", re.M)
+SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+
+_BASE_ARGS = (
+    "-c",
+    "safe.directory=*",
+    "-c",
+    "protocol.ext.allow=never",
+    "-c",
+    "core.quotePath=false",
+    "-c",
+    "credential.interactive=never",
+)
+
+
+class GitFailed(Exception):
+    """git exited non-zero; ``stderr`` says why (LC_ALL=C, so it is parseable)."""
+
+    def __init__(self, args: Sequence[str], returncode: int, stderr: str):
+        super().__init__(f"git {' '.join(args[:2])} failed ({returncode}): {stderr.strip()[:300]}")
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        LC_ALL="C",
+        LANG="C",
+        GIT_TERMINAL_PROMPT="0",
+        GIT_ASKPASS="/bin/false",
+        SSH_ASKPASS="/bin/false",
+        GIT_SSH_COMMAND="ssh -oBatchMode=yes",
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_LFS_SKIP_SMUDGE="1",
+        GIT_LITERAL_PATHSPECS="1",
+    )
+    for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
+        env.pop(key, None)
+    return env
+
+
+def run_git(
+    args: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    timeout: float,
+    stdin: bytes | None = None,
+    what: str = "git",
+) -> bytes:
+    """Run ``git -C cwd args``; raise GitFailed on a non-zero exit, SourceUnavailable on timeout."""
+    cmd = ["git", *_BASE_ARGS]
+    if cwd is not None:
+        cmd += ["-C", str(cwd)]
+    cmd += list(args)
+    try:
+        proc = subprocess.run(
+            cmd,
+            input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            env=_env(),
+            check=False,
+        )
+    except subprocess.TimeoutExpired as e:
+        raise SourceUnavailable(f"{what}: git timed out after {timeout:g}s") from e
+    except OSError as e:  # git missing, cwd vanished
+        raise SourceUnavailable(f"{what}: cannot run git: {e.strerror}") from e
+    if proc.returncode != 0:
+        raise GitFailed(list(args), proc.returncode, proc.stderr.decode("utf-8", "replace"))
+    return proc.stdout
+
+
+@dataclass(frozen=True, slots=True)
+class LfsPointer:
+    sha256: str
+    size: int
+
+
+def parse_lfs_pointer(data: bytes) -> LfsPointer | None:
+    """The pointer's oid and size when ``data`` is a git-lfs pointer file, else None."""
+    if len(data) >= LFS_POINTER_MAX or not data.startswith(_LFS_HEAD):
+        return None
+    oid = _LFS_OID.search(data)
+    size = _LFS_SIZE.search(data)
+    if oid is None or size is None:
+        return None
+    return LfsPointer(oid.group(1).decode(), int(size.group(1)))
+
+
+def cat_file_batch(git_dir: Path, oids: Iterable[str], *, timeout: float) -> dict[str, bytes]:
+    """Contents of many objects in one ``git cat-file --batch`` run (missing ones left out)."""
+    wanted = list(dict.fromkeys(oids))
+    if not wanted:
+        return {}
+    out = run_git(
+        ["cat-file", "--batch"],
+        cwd=git_dir,
+        timeout=timeout,
+        stdin="\n".join(wanted).encode() + b"\n",
+    )
+    result: dict[str, bytes] = {}
+    pos = 0
+    while pos < len(out):
+        nl = out.index(b"\n", pos)
+        header = out[pos:nl].decode("utf-8", "replace").split()
+        pos = nl + 1
+        if len(header) != 3:  # "<oid> missing"
+            continue
+        size = int(header[2])
+        result[header[0]] = out[pos : pos + size]
+        pos += size + 1
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class RawCommit:
+    parents: tuple[str, ...]
+    author: str
+    committed_at: datetime
+    title: str
+    message: str
+
+
+def _ident(value: str) -> tuple[str, int]:
+    """Name and unix time of an ``author``/``committer`` header value."""
+    name = value.split(" <", 1)[0].strip()
+    parts = value.rsplit(" ", 2)
+    try:
+        ts = int(parts[-2])
+    except (ValueError, IndexError):
+        ts = 0
+    return name, ts
+
+
+def parse_commit(raw: bytes) -> RawCommit:
+    """Parse a raw commit object (as ``cat-file`` prints it); tolerant of odd headers."""
+    head, _, body = raw.partition(b"\n\n")
+    parents: list[str] = []
+    author, committed, encoding = "", 0, "utf-8"
+    for line in head.split(b"\n"):
+        if line.startswith(b" "):  # continuation (gpgsig, mergetag)
+            continue
+        key, _, value = line.decode("utf-8", "replace").partition(" ")
+        if key == "parent":
+            parents.append(value.strip())
+        elif key == "author":
+            author = _ident(value)[0]
+        elif key == "committer":
+            committed = _ident(value)[1]
+        elif key == "encoding":
+            encoding = value.strip()
+    try:
+        text = body.decode(encoding, "replace")
+    except LookupError:
+        text = body.decode("utf-8", "replace")
+    title, message = split_message(text)
+    return RawCommit(tuple(parents), author, datetime.fromtimestamp(committed, UTC), title, message)
+
+
+def split_message(text: str) -> tuple[str, str]:
+    """Title = the message's first line; message = the rest, trimmed."""
+    first, _, rest = text.strip("\n").partition("\n")
+    return first.strip(), rest.strip()

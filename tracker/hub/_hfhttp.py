@@ -1,0 +1,205 @@
+"""Stage 1 (source) helper: the HTTP client HfSource uses for everything but ``model_info``.
+
+huggingface_hub's paginated calls pass ``timeout=None`` and retry 429/5xx with sleeps of up to
+8 s (hub-api.md §3), which a daemon must not sit through. So pages and file reads go through
+this httpx client instead: one wall-clock deadline per request (on top of httpx's per-read
+timeout), no retries, body size caps, and ``Link: rel="next"`` followed only on the endpoint's
+own origin (the Authorization header must not travel elsewhere).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from tracker.errors import RepoNotFound, SourceError, SourceUnavailable
+from tracker.hub._hferrors import clean, from_status
+
+MAX_JSON_BYTES = 64 * 1024 * 1024
+_CHUNK = 64 * 1024
+
+
+class BodyTooLarge(Exception):
+    """The body passed the caller's cap; ``declared`` is True when the headers said so up front."""
+
+    def __init__(self, size: int | None):
+        super().__init__(size)
+        self.size = size
+
+
+class HubHttp:
+    """A deadline-bound, retry-free GET client for one repo on one endpoint."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        headers: Mapping[str, str],
+        *,
+        timeout: float,
+        repo_id: str,
+        secret: str | None,
+    ) -> None:
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self.repo_id = repo_id
+        self._secret = secret
+        self._origin = _origin(endpoint)
+        self._client = httpx.Client(
+            headers=dict(headers), timeout=httpx.Timeout(timeout), follow_redirects=True
+        )
+
+    def close(self) -> None:
+        self._client.close()
+
+    def get_bytes(
+        self,
+        url: str,
+        *,
+        what: str,
+        revision: str | None = None,
+        params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        max_bytes: int,
+        stop_after: int | None = None,
+        not_found: type[SourceError] = RepoNotFound,
+        empty_on: tuple[int, ...] = (),
+    ) -> tuple[httpx.Response, bytes]:
+        """GET ``url``; raise BodyTooLarge past ``max_bytes``; stop quietly after ``stop_after`` bytes.
+
+        A status in ``empty_on`` (e.g. 416 for a Range past the end) answers an empty body.
+        """
+        deadline = time.monotonic() + self.timeout
+        try:
+            with self._client.stream("GET", url, params=params, headers=headers) as r:
+                if r.status_code in empty_on:
+                    return r, b""
+                if r.status_code >= 400:
+                    raise self._error(r, what, revision, not_found)
+                declared = r.headers.get("x-linked-size") or r.headers.get("content-length")
+                if (
+                    r.status_code == 200
+                    and declared
+                    and declared.isdigit()
+                    and int(declared) > max_bytes
+                    and (stop_after is None or stop_after > max_bytes)
+                ):
+                    raise BodyTooLarge(int(declared))
+                chunks: list[bytes] = []
+                n = 0
+                for chunk in r.iter_bytes(_CHUNK):
+                    chunks.append(chunk)
+                    n += len(chunk)
+                    if stop_after is not None and n >= stop_after:
+                        break
+                    if n > max_bytes:
+                        raise BodyTooLarge(None)
+                    if time.monotonic() > deadline:
+                        raise SourceUnavailable(
+                            f"{what}: no complete answer within {self.timeout:g}s",
+                            repo_id=self.repo_id,
+                            revision=revision,
+                        )
+                return r, b"".join(chunks)
+        except httpx.TimeoutException as e:
+            raise SourceUnavailable(
+                f"{what}: timed out after {self.timeout:g}s",
+                repo_id=self.repo_id,
+                revision=revision,
+            ) from e
+        except httpx.HTTPError as e:  # connect errors, resets, truncated bodies, bad redirects
+            raise SourceUnavailable(
+                f"{what}: {type(e).__name__}: {clean(str(e), self._secret)}",
+                repo_id=self.repo_id,
+                revision=revision,
+            ) from e
+
+    def get_pages(
+        self,
+        url: str,
+        *,
+        what: str,
+        revision: str | None = None,
+        params: Mapping[str, str] | None = None,
+    ) -> Any:
+        """Yield each page (a JSON array) of a Link-paginated listing, lazily."""
+        seen: set[str] = set()
+        next_url: str | None = url
+        while next_url:
+            r, body = self._get_json(next_url, what=what, revision=revision, params=params)
+            if not isinstance(body, list):
+                raise SourceUnavailable(
+                    f"{what}: expected a JSON array", repo_id=self.repo_id, revision=revision
+                )
+            yield body
+            params = None
+            seen.add(next_url)
+            next_url = r.links.get("next", {}).get("url")
+            if next_url and (next_url in seen or _origin(next_url) != self._origin):
+                raise SourceUnavailable(
+                    f"{what}: bad pagination link", repo_id=self.repo_id, revision=revision
+                )
+
+    def _get_json(
+        self, url: str, *, what: str, revision: str | None, params: Mapping[str, str] | None
+    ) -> tuple[httpx.Response, Any]:
+        try:
+            r, raw = self.get_bytes(
+                url, what=what, revision=revision, params=params, max_bytes=MAX_JSON_BYTES
+            )
+        except BodyTooLarge as e:
+            raise SourceError(
+                f"{what}: answer larger than {MAX_JSON_BYTES} bytes",
+                repo_id=self.repo_id,
+                revision=revision,
+            ) from e
+        try:
+            return r, json.loads(raw)
+        except ValueError as e:
+            raise SourceUnavailable(
+                f"{what}: answer is not JSON", repo_id=self.repo_id, revision=revision
+            ) from e
+
+    def _error(
+        self, r: httpx.Response, what: str, revision: str | None, not_found: type[SourceError]
+    ) -> SourceError:
+        body = b""
+        try:
+            for chunk in r.iter_bytes(_CHUNK):
+                body += chunk
+                if len(body) > 65536:
+                    break
+        except httpx.HTTPError:
+            pass
+        return from_status(
+            r.status_code,
+            r.headers,
+            what=what,
+            repo_id=self.repo_id,
+            revision=revision,
+            body_message=_message(body),
+            secret=self._secret,
+            not_found=not_found,
+        )
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    return parts.scheme.lower(), parts.netloc.lower()
+
+
+def _message(body: bytes) -> str:
+    """The ``error`` of a JSON error body, else a short text body (HTML is ignored)."""
+    text = body[:4096].decode("utf-8", "replace")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return "" if text.lstrip().startswith("<") else text
+    if isinstance(data, dict):
+        err = data.get("error") or data.get("error_description") or ""
+        return "; ".join(map(str, err)) if isinstance(err, list) else str(err)
+    return ""

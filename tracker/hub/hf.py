@@ -1,0 +1,237 @@
+"""Stage 1 (source): a :class:`~tracker.hub.interface.HubSource` over the Hub's HTTP API.
+
+``resolve_head`` is ``HfApi.model_info(revision=branch, expand=["sha"], timeout=...)``: one
+request, the cheapest "anything new?" check. Everything else (commit and tree pages, file and
+Range reads) goes through :class:`tracker.hub._hfhttp.HubHttp`, because huggingface_hub's
+paginated calls have no timeout and retry with long sleeps (hub-api.md §3), and because
+``hf_hub_download`` silently serves a cached copy of a vanished repo (§11). Commits are paged
+only until a known sha. Any endpoint works (a mirror, the test emulator): ``endpoint=``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+import httpx2
+from huggingface_hub import HfApi, constants
+from huggingface_hub.errors import HfHubHTTPError
+from huggingface_hub.utils import build_hf_headers, validate_repo_id
+
+from tracker.errors import EntryNotFound, SourceUnavailable, TooLarge
+from tracker.hub._hferrors import from_status
+from tracker.hub._hfhttp import BodyTooLarge, HubHttp
+from tracker.hub.interface import CommitListing
+from tracker.model import CommitInfo, FileEntry
+
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class HfSource:
+    """Read a Hub model repo (metadata, small files, safetensors headers) without its weights."""
+
+    def __init__(
+        self,
+        repo_id: str,
+        *,
+        endpoint: str | None = None,
+        token: str | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        validate_repo_id(repo_id)  # HFValidationError (a ValueError) before any request
+        self._repo_id = repo_id
+        self._endpoint = (endpoint or constants.ENDPOINT).rstrip("/")
+        self._timeout = timeout
+        self._api = HfApi(endpoint=self._endpoint, token=token, library_name="hubwatch")
+        headers = build_hf_headers(token=token, library_name="hubwatch")
+        headers["Accept-Encoding"] = "identity"  # sizes and ranges are about the stored bytes
+        # the token actually sent (maybe implicit, from huggingface_hub's defaults): scrubbed from
+        # every server message we put into an exception
+        self._secret = headers.get("authorization", "").removeprefix("Bearer ") or token
+        self._http = HubHttp(
+            self._endpoint, headers, timeout=timeout, repo_id=repo_id, secret=self._secret
+        )
+
+    # -- protocol --------------------------------------------------------------------------
+    @property
+    def repo_id(self) -> str:
+        return self._repo_id
+
+    @property
+    def web_url(self) -> str:
+        return f"{self._endpoint}/{self._repo_id}"
+
+    def resolve_head(self, branch: str) -> str:
+        what = f"{self._repo_id}: head of {branch}"
+        try:
+            info = self._api.model_info(
+                self._repo_id, revision=branch, expand=["sha"], timeout=self._timeout
+            )
+        except HfHubHTTPError as e:
+            r = e.response
+            raise from_status(
+                r.status_code,
+                r.headers,
+                what=what,
+                repo_id=self._repo_id,
+                revision=branch,
+                body_message=getattr(e, "server_message", "") or "",
+                secret=self._secret,
+            ) from None
+        except httpx2.TimeoutException as e:
+            raise SourceUnavailable(
+                f"{what}: timed out after {self._timeout:g}s", repo_id=self._repo_id
+            ) from e
+        except (httpx2.HTTPError, OSError) as e:
+            raise SourceUnavailable(f"{what}: {type(e).__name__}", repo_id=self._repo_id) from e
+        except (KeyError, ValueError, TypeError) as e:  # a body that is not a model_info
+            raise SourceUnavailable(f"{what}: malformed answer", repo_id=self._repo_id) from e
+        sha = getattr(info, "sha", None)
+        if not isinstance(sha, str) or not _SHA.match(sha):
+            raise SourceUnavailable(f"{what}: no commit sha in the answer", repo_id=self._repo_id)
+        return sha
+
+    def list_commits(self, branch: str, *, stop_at: Collection[str] = ()) -> CommitListing:
+        stop = set(stop_at)
+        url = f"{self._endpoint}/api/models/{self._repo_id}/commits/{quote(branch, safe='')}"
+        items: list[dict[str, Any]] = []
+        boundary: str | None = None
+        what = f"{self._repo_id}: commits of {branch}"
+        for page in self._http.get_pages(url, what=what, revision=branch):
+            for item in page:
+                sha = item.get("id") if isinstance(item, dict) else None
+                if not isinstance(sha, str) or not _SHA.match(sha):
+                    raise SourceUnavailable(f"{what}: malformed commit item", repo_id=self._repo_id)
+                if sha in stop:
+                    boundary = sha
+                    break
+                items.append(item)
+            if boundary is not None:
+                break
+        commits = []
+        for i, item in enumerate(items):
+            parent = items[i + 1]["id"] if i + 1 < len(items) else boundary
+            commits.append(_commit(item, (parent,) if parent else (), what))
+        return CommitListing(tuple(commits), reached_known=boundary is not None)
+
+    def list_files(self, revision: str) -> tuple[FileEntry, ...]:
+        url = f"{self._endpoint}/api/models/{self._repo_id}/tree/{quote(revision, safe='')}"
+        what = f"{self._repo_id}: files of {revision[:12]}"
+        entries = []
+        for page in self._http.get_pages(
+            url, what=what, revision=revision, params={"recursive": "true", "expand": "false"}
+        ):
+            for item in page:
+                if isinstance(item, dict) and item.get("type") == "file":
+                    entries.append(_file(item, what))
+        return tuple(sorted(entries, key=lambda e: e.path))
+
+    def read_file(self, revision: str, path: str, *, max_bytes: int) -> bytes:
+        what = f"{self._repo_id}: {path}@{revision[:12]}"
+        try:
+            r, body = self._http.get_bytes(
+                self._resolve_url(revision, path),
+                what=what,
+                revision=revision,
+                max_bytes=max_bytes,
+                not_found=EntryNotFound,
+            )
+        except BodyTooLarge as e:
+            size = f"{e.size} bytes" if e.size is not None else "more bytes"
+            raise TooLarge(
+                f"{what} is {size} (cap {max_bytes})", repo_id=self._repo_id, revision=revision
+            ) from e
+        if r.status_code != 200:
+            raise SourceUnavailable(
+                f"{what}: unexpected HTTP {r.status_code}", repo_id=self._repo_id
+            )
+        return body
+
+    def read_range(self, revision: str, path: str, start: int, length: int) -> bytes:
+        if start < 0 or length < 0:
+            raise ValueError("start and length must be >= 0")
+        if length == 0:
+            return b""
+        what = f"{self._repo_id}: {path}@{revision[:12]} bytes {start}+{length}"
+        url = self._resolve_url(revision, path)
+        try:
+            r, body = self._http.get_bytes(
+                url,
+                what=what,
+                revision=revision,
+                max_bytes=start + length,
+                headers={"Range": f"bytes={start}-{start + length - 1}"},
+                stop_after=start + length,
+                not_found=EntryNotFound,
+                empty_on=(416,),
+            )  # 416: start at or past the end
+        except BodyTooLarge as e:
+            raise SourceUnavailable(
+                f"{what}: the server sent more than was asked", repo_id=self._repo_id
+            ) from e
+        if r.status_code == 416:
+            return b""
+        if r.status_code == 206:
+            first = r.headers.get("content-range", "").removeprefix("bytes ").split("-", 1)[0]
+            if first.strip() != str(start):
+                raise SourceUnavailable(f"{what}: wrong Content-Range", repo_id=self._repo_id)
+            return body[:length]
+        if (
+            r.status_code == 200
+        ):  # Range ignored: we read from the start and stopped after the slice
+            return body[start : start + length]
+        raise SourceUnavailable(f"{what}: unexpected HTTP {r.status_code}", repo_id=self._repo_id)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> HfSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"HfSource({self._repo_id!r}, endpoint={self._endpoint!r})"
+
+    # -- internals ---------------------------------------------------------------------------
+    def _resolve_url(self, revision: str, path: str) -> str:
+        return f"{self._endpoint}/{self._repo_id}/resolve/{quote(revision, safe='')}/{quote(path)}"
+
+
+def _commit(item: dict[str, Any], parents: tuple[str, ...], what: str) -> CommitInfo:
+    try:
+        date = datetime.fromisoformat(str(item["date"]).replace("Z", "+00:00")).astimezone(UTC)
+        authors = tuple(
+            str(a["user"])
+            for a in item.get("authors") or []
+            if isinstance(a, dict) and a.get("user")
+        )
+        return CommitInfo(
+            item["id"],
+            parents,
+            date,
+            str(item.get("title") or "").strip(),
+            str(item.get("message") or "").strip(),
+            authors,
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise SourceUnavailable(f"{what}: malformed commit {item.get('id')}") from e
+
+
+def _file(item: dict[str, Any], what: str) -> FileEntry:
+    try:
+        path, size, oid = str(item["path"]), int(item["size"]), str(item["oid"])
+        lfs = item.get("lfs")
+        sha256 = lfs.get("oid") if isinstance(lfs, dict) else None
+        if sha256 is not None and not _SHA256.match(str(sha256)):
+            raise ValueError("bad lfs oid")
+        if isinstance(lfs, dict) and lfs.get("size") is not None:
+            size = int(lfs["size"])
+        return FileEntry(path, size, oid, sha256)
+    except (KeyError, TypeError, ValueError) as e:
+        raise SourceUnavailable(f"{what}: malformed tree item") from e

@@ -1,0 +1,15 @@
+"""Keys of the content-addressed blob store, shared by the snapshot stage and storage."""
+
+from __future__ import annotations
+
+from tracker.model.core import FileEntry
+
+
+def content_key(entry: FileEntry) -> str:
+    """Key of a small file's bytes: its git blob id."""
+    return f"git:{entry.blob_id}"
+
+
+def header_key(entry: FileEntry) -> str:
+    """Key of a safetensors header: the content id of the weights it describes."""
+    return f"sthdr:{entry.content_id}"

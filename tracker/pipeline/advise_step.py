@@ -1,0 +1,81 @@
+"""Stage 7 inside the pipeline: the OSV advisory of a revision, and edits to earlier ones.
+
+The root (or first read) revision is the baseline: a history entry, never an advisory.
+Edits to earlier advisories (a history rewrite that dropped their commits, a revision that
+restored what they changed) travel with the revision's transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from advisories.osv import build_record, mark_history_rewritten
+from advisories.osv_client import OsvClient
+from storage.records import RepoRecord
+from storage.store import Store
+from tracker.model import Artifacts, CommitInfo, RevisionDiff
+from tracker.pipeline.lifecycle import fixed_updates
+
+log = logging.getLogger("hubwatch.advise")
+
+Update = tuple[dict[str, Any], str]
+
+
+def commit_url(repo_url: str, sha: str) -> str | None:
+    """The commit's web page, where the repo lives on the web (the Hub, a git forge)."""
+    if repo_url.startswith(("https://", "http://")):
+        return f"{repo_url.rstrip('/')}/commit/{sha}"
+    return None
+
+
+@dataclass
+class AdviseStep:
+    prefix: str = "x_HUBWATCH"
+    osv: OsvClient | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_settings(cls, prefix: str, osv_api: str, *, timeout: float = 10.0) -> AdviseStep:
+        return cls(prefix=prefix, osv=OsvClient(osv_api, timeout=timeout) if osv_api else None)
+
+    def run(
+        self, store: Store, repo: RepoRecord, repo_url: str, commit: CommitInfo, base_sha: str | None,
+        diff: RevisionDiff, plan_delta: dict[str, Any] | None, head: Artifacts, *, lost: tuple[str, ...],
+        now: datetime,
+    ) -> tuple[dict[str, Any] | None, tuple[Update, ...]]:
+        updates: list[Update] = []
+        if lost:
+            updates.extend(self._rewrite_updates(store, repo, lost, commit.sha, now))
+        if base_sha is not None:
+            updates.extend(fixed_updates(store, repo.id, head, commit.sha, now))
+        if base_sha is None:
+            return None, tuple(updates)
+        if diff.severity is None:
+            return None, tuple(updates)
+        related: list[str] = []
+        if self.osv is not None:
+            related = self.osv.related_ids(head.config, head.generation_config)
+        record = build_record(
+            prefix=self.prefix, repo_id=repo.id, repo_url=repo_url, commit_url=commit_url(repo_url, commit.sha),
+            branch=repo.branch, commit=commit, parent=base_sha, diff=diff, plan_delta=plan_delta,
+            related=related, now=now,
+        )
+        return record, tuple(updates)
+
+    def _rewrite_updates(
+        self, store: Store, repo: RepoRecord, lost: tuple[str, ...], new_head: str, now: datetime
+    ) -> list[Update]:
+        lost_set = set(lost)
+        out: list[Update] = []
+        for adv in store.list_advisories(repo.id):
+            if adv.sha in lost_set:
+                out.append((mark_history_rewritten(adv.record, new_head=new_head, now=now), "history rewritten"))
+        return out
+
+    def history_rewritten(
+        self, store: Store, repo: RepoRecord, lost: tuple[str, ...], new_head: str, *, now: datetime
+    ) -> None:
+        """A reset with no new commit: mark the advisories of the vanished commits."""
+        store.update_advisories(self._rewrite_updates(store, repo, lost, new_head, now))

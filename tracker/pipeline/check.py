@@ -1,0 +1,217 @@
+"""Stages 1-7 for one repo: read what is new, snapshot, extract, diff, plan, store, advise.
+
+``check_repo`` is idempotent per revision: each revision is written in one transaction
+together with the repo's new head, so a crash and a rerun record nothing twice, and a second
+daemon racing on the same repo finds the unique (repo, sha) constraint in its way.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from advisories.rules import apply_rules
+from storage.records import NewRevision, RepoRecord
+from storage.store import Store
+from tracker.diff import diff_artifacts, history_rewrite_change
+from tracker.extract import extract_artifacts
+from tracker.hub.interface import HubSource
+from tracker.model import Artifacts, Change, ChangeKind, CommitInfo, RevisionDiff, Snapshot
+from tracker.model.keys import content_key, header_key
+from tracker.pipeline.advise_step import AdviseStep
+from tracker.pipeline.coverage import cover_every_path
+from tracker.pipeline.plan_step import PlanStep
+from tracker.pipeline.stored import serialise_tree, stored_snapshot
+from tracker.snapshot import SnapshotLimits, take_snapshot
+
+log = logging.getLogger("hubwatch.pipeline")
+
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """What one check of one repo did (``poll --json`` prints these)."""
+
+    repo: str
+    status: str  # ok | unchanged | error
+    new_revisions: int = 0
+    error: str | None = None
+    error_kind: str | None = None
+    head: str | None = None
+    retry_after: float | None = None
+
+
+@dataclass
+class PipelineOptions:
+    limits: SnapshotLimits = field(default_factory=SnapshotLimits)
+    plan: PlanStep = field(default_factory=PlanStep)
+    advise: AdviseStep = field(default_factory=AdviseStep)
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+
+
+def check_repo(
+    store: Store,
+    source: HubSource,
+    repo: RepoRecord,
+    options: PipelineOptions | None = None,
+    *,
+    progress: Progress | None = None,
+) -> CheckResult:
+    """Bring ``repo``'s stored history up to its branch head. Source errors propagate."""
+    opts = options or PipelineOptions()
+    head = source.resolve_head(repo.branch)
+    if head == repo.head_sha:
+        return CheckResult(repo.id, "unchanged", head=head)
+    known = store.known_shas(repo.id)
+    if head in known and repo.head_sha is not None:
+        # The branch moved back to a commit we already hold (a reset): the commits after it
+        # vanished from the branch.
+        listing = source.list_commits(repo.branch)
+        return _record_reset(store, repo, head, listing.commits, known, opts)
+    stop = (repo.head_sha,) if repo.head_sha else ()
+    listing = source.list_commits(repo.branch, stop_at=stop)
+    rewritten = bool(stop) and not listing.reached_known
+    commits = [c for c in reversed(listing.commits) if c.sha not in known]
+    if not known:
+        commits = _apply_backfill(commits, repo.backfill)
+    lost: tuple[str, ...] = ()
+    if rewritten:
+        on_branch = {c.sha for c in listing.commits}
+        lost = tuple(sorted(sha for sha in store.reachable_shas(repo.id) if sha not in on_branch))
+    recorded = _record_commits(store, source, repo, commits, opts, progress, rewritten=rewritten, lost=lost)
+    return CheckResult(repo.id, "ok", new_revisions=recorded, head=head)
+
+
+def _apply_backfill(commits: list[CommitInfo], backfill: str) -> list[CommitInfo]:
+    """First read of a repo: the whole history, none of it (the head only), or the last N."""
+    if backfill == "all" or not commits:
+        return commits
+    if backfill == "none":
+        return commits[-1:]
+    n = max(1, int(backfill))
+    return commits[-n:]
+
+
+class _ArtifactCache:
+    """Artifacts of recent revisions, rebuilt from the store when not in memory."""
+
+    def __init__(self, store: Store, limits: SnapshotLimits):
+        self.store, self.limits = store, limits
+        self.items: dict[str, Artifacts] = {}
+
+    def get(self, repo_id: str, sha: str | None) -> Artifacts | None:
+        if sha is None:
+            return None
+        if sha not in self.items:
+            snap = stored_snapshot(self.store, repo_id, sha)
+            if snap is None:
+                return None
+            self.items[sha] = extract_artifacts(snap)
+        return self.items[sha]
+
+    def put(self, sha: str, artifacts: Artifacts) -> None:
+        if len(self.items) > 8:
+            self.items.pop(next(iter(self.items)))
+        self.items[sha] = artifacts
+
+
+def _record_commits(
+    store: Store, source: HubSource, repo: RepoRecord, commits: Sequence[CommitInfo], opts: PipelineOptions,
+    progress: Progress | None, *, rewritten: bool, lost: tuple[str, ...],
+) -> int:
+    cache = _ArtifactCache(store, opts.limits)
+    known = store.known_shas(repo.id)
+    previous_head = repo.head_sha
+    recorded = 0
+    for i, commit in enumerate(commits):
+        if progress:
+            progress(i, len(commits), commit.sha)
+        base_sha = commit.parents[0] if commit.parents and commit.parents[0] in known else None
+        if base_sha is None and rewritten and i == 0 and previous_head:
+            base_sha = previous_head  # a squash: compare with what users had
+        is_last = i == len(commits) - 1
+        new = _process_commit(
+            store, source, repo, commit, base_sha, cache, opts,
+            rewrite=(previous_head, lost) if rewritten and is_last else None,
+        )
+        if store.record_revision(new, now=opts.clock()):
+            recorded += 1
+        known.add(commit.sha)
+    if progress and commits:
+        progress(len(commits), len(commits), commits[-1].sha)
+    return recorded
+
+
+def _process_commit(
+    store: Store, source: HubSource, repo: RepoRecord, commit: CommitInfo, base_sha: str | None,
+    cache: _ArtifactCache, opts: PipelineOptions, *, rewrite: tuple[str | None, tuple[str, ...]] | None,
+) -> NewRevision:
+    snap = take_snapshot(source, commit.sha, limits=opts.limits, known=store.get_blob)
+    blobs = _new_blobs(snap)
+    error: str | None = None
+    base = cache.get(repo.id, base_sha)
+    try:
+        head = extract_artifacts(snap)
+        diff = diff_artifacts(base, head, base_sha=base_sha, head_sha=commit.sha)
+    except Exception as e:  # hostile content must never crash a poll: record it
+        log.warning("revision %s@%s could not be analysed: %s", repo.id, commit.sha[:12], e)
+        error = f"{type(e).__name__}: {e}"
+        head = Artifacts(files=snap.files)
+        diff = RevisionDiff(base=base_sha, head=commit.sha)
+    cache.put(commit.sha, head)
+    changes = cover_every_path(diff.changes, base.files if base is not None else (), snap.files)
+    for path, message in sorted(snap.read_errors.items()):
+        changes.append(Change(kind=ChangeKind.OTHER, path=path or "/", summary=f"not read: {message}",
+                              topics=("read.error",)))
+    unreachable: tuple[str, ...] = ()
+    if rewrite is not None:
+        old_head, lost = rewrite
+        changes.insert(0, history_rewrite_change(old_head or "", commit.sha, lost))
+        unreachable = lost
+    plan_json, delta_json, plan_change = opts.plan.run(base, head, first=base_sha is None)
+    if plan_change is not None:
+        changes.append(plan_change)
+    diff = apply_rules(RevisionDiff(base=diff.base, head=diff.head, changes=tuple(changes)))
+    advisory, updates = opts.advise.run(
+        store, repo, source.web_url, commit, base_sha, diff, delta_json, head, lost=unreachable, now=opts.clock()
+    )
+    sev = diff.severity
+    return NewRevision(
+        repo_id=repo.id, sha=commit.sha, parent=commit.parents[0] if commit.parents else None,
+        parents=commit.parents, committed_at=commit.committed_at, title=commit.title, message=commit.message,
+        authors=commit.authors, changes=diff.changes, severity=sev.value if sev else None,
+        tree=serialise_tree(snap.files), blobs=blobs, plan=plan_json, plan_delta=delta_json,
+        advisory=advisory, advisory_updates=updates, error=error or _error_summary(snap),
+        new_head=commit.sha, unreachable=unreachable,
+    )
+
+
+def _record_reset(
+    store: Store, repo: RepoRecord, head: str, commits: Sequence[CommitInfo], known: set[str], opts: PipelineOptions
+) -> CheckResult:
+    """The branch now points at an older stored commit: mark what vanished, move the head."""
+    on_branch = {c.sha for c in commits}
+    lost = tuple(sorted(sha for sha in store.reachable_shas(repo.id) if sha not in on_branch))
+    store.mark_unreachable(repo.id, lost, head=head)
+    if lost:
+        opts.advise.history_rewritten(store, repo, lost, head, now=opts.clock())
+    return CheckResult(repo.id, "ok", new_revisions=0, head=head)
+
+
+def _new_blobs(snap: Snapshot) -> dict[str, bytes]:
+    blobs: dict[str, bytes] = {}
+    by_path = {f.path: f for f in snap.files}
+    for path, data in snap.contents.items():
+        blobs[content_key(by_path[path])] = data
+    for path, data in snap.safetensors_headers.items():
+        blobs[header_key(by_path[path])] = data
+    return blobs
+
+
+def _error_summary(snap: Snapshot) -> str | None:
+    if "" in snap.read_errors:
+        return snap.read_errors[""]
+    return None

@@ -1,0 +1,53 @@
+"""Which HubSource reads a repo: a git repository, or the Hub over HTTP."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tracker.hub.interface import HubSource
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+
+
+def is_git_location(source: str) -> bool:
+    """A local path, ``file://`` or git URL, rather than a Hub ``org/name`` id."""
+    if "://" in source or source.startswith(("/", ".", "~", "git@")):
+        return True
+    if source.endswith((".git", ".bundle")):
+        return True
+    if not _HUB_ID.match(source):
+        return True
+    return Path(source).exists()
+
+
+def hub_web_url(endpoint: str, repo_id: str) -> str:
+    return f"{endpoint.rstrip('/')}/{repo_id}"
+
+
+@dataclass(frozen=True)
+class SourceFactory:
+    """Opens the right source for a tracked repo, with the deadlines and caches from config."""
+
+    endpoint: str = "https://huggingface.co"
+    token: str | None = field(default=None, repr=False)
+    timeout: float = 30.0
+    cache_dir: Path | None = None
+
+    def git_work_dir(self) -> Path:
+        if self.cache_dir is not None:
+            return self.cache_dir / "git"
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        return Path(base) / "hubwatch" / "git"
+
+    def open(self, repo_id: str, source: str, source_kind: str) -> HubSource:
+        if source_kind == "git":
+            from tracker.hub.localgit import GitSource
+
+            location = str(Path(source).expanduser().resolve()) if Path(source).expanduser().exists() else source
+            return GitSource(location, repo_id, work_dir=self.git_work_dir(), timeout=self.timeout)
+        from tracker.hub.hf import HfSource
+
+        return HfSource(repo_id, endpoint=self.endpoint, token=self.token, timeout=self.timeout)

@@ -1,0 +1,20 @@
+"""Revisions rebuilt from the store: parsed artifacts without any source access."""
+
+from __future__ import annotations
+
+from storage.store import Store
+from storage.trees import parse_tree, serialise_tree
+from tracker.extract import extract_artifacts
+from tracker.model import Artifacts, Snapshot
+
+__all__ = ["parse_tree", "serialise_tree", "stored_artifacts", "stored_snapshot"]
+
+
+def stored_snapshot(store: Store, repo_id: str, sha: str) -> Snapshot | None:
+    return store.snapshot(repo_id, sha)
+
+
+def stored_artifacts(store: Store, repo_id: str, sha: str) -> Artifacts | None:
+    """The parsed artifacts of a stored revision (for ``diff`` between any two revisions)."""
+    snap = store.snapshot(repo_id, sha)
+    return None if snap is None else extract_artifacts(snap)

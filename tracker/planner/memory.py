@@ -1,0 +1,128 @@
+"""GPU memory of fine-tuning and serving, by the method of reference/planner.md.
+
+Layer 1 (stage 5, plan), pure. Full fine-tune: 1.2 x 16 bytes per parameter plus
+activations; LoRA r=16: the frozen base (bf16, or its quantized width) plus 1.2 x 16 bytes
+per adapter parameter plus the same activations; serving: the weights plus the KV cache.
+Activations follow Korthikanti et al. (2022) with SDPA (no score matrix), per sample.
+"""
+
+from __future__ import annotations
+
+from tracker.model.plan import MemoryPlan, ModelConfig
+from tracker.planner.layers import ENCODER_ONLY, LayerSpec, layer_specs
+from tracker.planner.tally import Tally
+
+TRAIN_TOKENS_CAP = 2048
+SERVE_TOKENS = 512
+BYTES_PER_TRAINED_PARAM = 1.2 * 16  # weights, gradients, AdamW state, with overhead
+BF16 = 2
+
+
+def training_tokens(cfg: ModelConfig) -> int:
+    """Tokens per training sample: min(2048, the model's context)."""
+    if cfg.family == "vit":
+        return cfg.context or 197
+    return min(TRAIN_TOKENS_CAP, cfg.context or TRAIN_TOKENS_CAP)
+
+
+def serve_tokens(cfg: ModelConfig) -> int:
+    """Tokens per served sequence: 512 (or the context when shorter) for generative models.
+
+    An encoder serves whole sequences, so it is sized at its training length, as the seed
+    pages do (xlm-roberta-base at 514).
+    """
+    if cfg.family in ENCODER_ONLY:
+        return training_tokens(cfg)
+    return min(SERVE_TOKENS, cfg.context or SERVE_TOKENS)
+
+
+def is_generative(cfg: ModelConfig) -> bool:
+    """Whether the class produces vocabulary logits for every position (a causal / seq2seq LM)."""
+    arch = cfg.architecture or ""
+    if cfg.family in ENCODER_ONLY:
+        return False
+    return not arch or arch.endswith(("ForCausalLM", "LMHeadModel", "ForConditionalGeneration",
+                                      "DoubleHeadsModel"))
+
+
+def activations(cfg: ModelConfig, specs: tuple[LayerSpec, ...], s: int) -> int:
+    """Activation bytes one training sample keeps for the backward pass."""
+    total = sum(layer_activations(spec, s) for spec in specs)
+    h = cfg.hidden_size
+    total += 6 * s * h  # embeddings output, final norm
+    if is_generative(cfg):
+        total += s * cfg.vocab_size * (BF16 + 4)  # logits in bf16, and in fp32 for the loss
+    return total
+
+
+def layer_activations(spec: LayerSpec, s: int) -> int:
+    """Bytes of one layer at ``s`` tokens (bf16 values, 1-byte dropout masks)."""
+    h = spec.hidden
+    attn = 3 * s * h + 2 * s * (spec.q_dim + spec.k_dim + spec.v_dim + spec.q_dim)
+    if spec.cross:
+        attn *= 2
+    if spec.mlp == "plain":
+        mlp = 3 * s * h + 4 * s * spec.ffn
+    elif spec.mlp == "gated":
+        mlp = 3 * s * h + 6 * s * spec.ffn
+    else:
+        mlp = 3 * s * h + 4 * s * spec.experts  # router logits in fp32
+        mlp += spec.top_k * 6 * s * spec.ffn + 6 * s * spec.shared_ffn
+    return attn + mlp + 2 * s * h * spec.norms
+
+
+def kv_cache(specs: tuple[LayerSpec, ...], tokens: int, cross_tokens: int = 0) -> int:
+    """KV cache bytes of one served sequence (bf16); sliding windows hold at most the window."""
+    total = 0
+    for spec in specs:
+        if spec.stack == "encoder" and cross_tokens:
+            continue  # an encoder-decoder caches only in its decoder
+        held = min(tokens, spec.window) if spec.window else tokens
+        total += spec.kv_per_token * held * BF16
+        if spec.cross:
+            total += spec.kv_per_token * cross_tokens * BF16
+    return total
+
+
+def weight_bytes(cfg: ModelConfig, t: Tally) -> int:
+    """Bytes of the weights as served: bf16, or the checkpoint's quantized width where it is."""
+    total = t.total
+    q = cfg.quantization
+    if q is None:
+        return total * BF16
+    groups = ("experts",) if q.scope == "experts" else ("attention", "mlp", "experts")
+    narrow = sum(t.linear_weights.get(g, 0) for g in groups)
+    return int((total - narrow) * BF16 + narrow * q.bits / 8)
+
+
+DTYPE_BYTES = {"float32": 4.0, "float": 4.0, "float64": 8.0, "float16": 2.0, "half": 2.0,
+               "bfloat16": 2.0, "int8": 1.0, "uint8": 1.0, "float8_e4m3fn": 1.0}
+
+
+def stored_weight_bytes(cfg: ModelConfig, t: Tally) -> int:
+    """Bytes of the weights as the checkpoint stores them (torch_dtype; bf16 when unstated)."""
+    if cfg.quantization is not None:
+        return weight_bytes(cfg, t)
+    per = DTYPE_BYTES.get((cfg.torch_dtype or "bfloat16").removeprefix("torch."), 2.0)
+    return int(t.total * per)
+
+
+def memory_plan(cfg: ModelConfig, t: Tally) -> MemoryPlan:
+    """Batch-1 memory of every mode, split into what is fixed and what grows per sample."""
+    specs = layer_specs(cfg)
+    s, serve = training_tokens(cfg), serve_tokens(cfg)
+    cross = 0
+    if cfg.family in ("t5", "mt5", "bart", "whisper"):
+        cross = cfg.get_int("max_source_positions") if cfg.family == "whisper" else serve
+    weights = weight_bytes(cfg, t)
+    return MemoryPlan(
+        training_tokens=s,
+        serve_tokens=serve,
+        full_fixed=round(BYTES_PER_TRAINED_PARAM * t.total),
+        lora_fixed=weights + round(BYTES_PER_TRAINED_PARAM * t.lora),
+        serve_weights=weights,
+        activations=activations(cfg, specs, s),
+        kv_cache=kv_cache(specs, serve, cross),
+        lora_params=t.lora,
+        stored_weights=stored_weight_bytes(cfg, t),
+    )

@@ -1,0 +1,138 @@
+"""Stage 2: a revision's snapshot — its file tree plus the bytes of the files that matter.
+
+Reads through the ``HubSource`` protocol only. Small files are fetched only when their blob
+id is new (``known`` looks them up in the content-addressed store first); safetensors files
+give their JSON header by byte range, never a tensor byte. Every read is capped; a file over
+its cap, or an LFS object the source does not hold, is recorded in ``read_errors`` instead
+of failing the revision. Transient source errors (network, rate limits) propagate, so the
+revision is retried later rather than recorded half-read.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tracker.errors import EntryNotFound, InvalidContent, TooLarge
+from tracker.extract.paths import is_safetensors, wants_content
+from tracker.hub.interface import HubSource
+from tracker.model import FileEntry, Snapshot
+from tracker.model.keys import content_key, header_key
+
+#: Bytes read by the first range request of a safetensors file: most headers fit in it,
+#: so one request usually suffices (huggingface_hub reads the same first 100 kB).
+FIRST_RANGE = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotLimits:
+    max_file_bytes: int = 2_000_000
+    max_tokenizer_bytes: int = 25_165_824
+    max_header_bytes: int = 25_000_000
+    max_files: int = 100_000
+
+    def cap_for(self, path: str) -> int:
+        name = path.rsplit("/", 1)[-1]
+        return self.max_tokenizer_bytes if name == "tokenizer.json" else self.max_file_bytes
+
+
+#: ``known(key)`` returns stored bytes for a content key, or None when they must be read.
+BlobLookup = Callable[[str], "bytes | None"]
+
+
+def take_snapshot(
+    source: HubSource,
+    sha: str,
+    *,
+    limits: SnapshotLimits = SnapshotLimits(),
+    known: BlobLookup = lambda _key: None,
+    files: tuple[FileEntry, ...] | None = None,
+) -> Snapshot:
+    """Read revision ``sha``: the tree, the small files that matter, the safetensors headers."""
+    tree = files if files is not None else source.list_files(sha)
+    if len(tree) > limits.max_files:
+        return Snapshot(
+            sha=sha, files=(), read_errors={"": f"tree has {len(tree)} files, over the cap of {limits.max_files}"}
+        )
+    contents: dict[str, bytes] = {}
+    headers: dict[str, bytes] = {}
+    errors: dict[str, str] = {}
+    for entry in tree:
+        if is_safetensors(entry.path):
+            _read_header(source, sha, entry, limits, known, headers, errors)
+        elif wants_content(entry.path, entry.size):
+            _read_small(source, sha, entry, limits, known, contents, errors)
+    return Snapshot(sha=sha, files=tuple(tree), contents=contents, safetensors_headers=headers, read_errors=errors)
+
+
+def _read_small(
+    source: HubSource,
+    sha: str,
+    entry: FileEntry,
+    limits: SnapshotLimits,
+    known: BlobLookup,
+    out: dict[str, bytes],
+    errors: dict[str, str],
+) -> None:
+    if entry.lfs_sha256 is not None:
+        errors[entry.path] = f"stored in LFS ({entry.size} bytes); not read"
+        return
+    cap = limits.cap_for(entry.path)
+    if entry.size > cap:
+        errors[entry.path] = f"{entry.size} bytes, over the cap of {cap}"
+        return
+    cached = known(content_key(entry))
+    if cached is not None:
+        out[entry.path] = cached
+        return
+    try:
+        out[entry.path] = source.read_file(sha, entry.path, max_bytes=cap)
+    except TooLarge as e:
+        errors[entry.path] = str(e)
+    except EntryNotFound as e:
+        errors[entry.path] = f"listed but not readable: {e}"
+
+
+def _read_header(
+    source: HubSource,
+    sha: str,
+    entry: FileEntry,
+    limits: SnapshotLimits,
+    known: BlobLookup,
+    out: dict[str, bytes],
+    errors: dict[str, str],
+) -> None:
+    cached = known(header_key(entry))
+    if cached is not None:
+        out[entry.path] = cached
+        return
+    try:
+        out[entry.path] = read_safetensors_header(source, sha, entry, limits.max_header_bytes)
+    except (TooLarge, InvalidContent) as e:
+        errors[entry.path] = str(e)
+    except EntryNotFound as e:
+        errors[entry.path] = f"header not readable: {e}"
+
+
+def read_safetensors_header(source: HubSource, sha: str, entry: FileEntry, max_header_bytes: int) -> bytes:
+    """The JSON header of a safetensors file: 8-byte little-endian length, then that many bytes.
+
+    One range request when the header fits in the first 100 kB, two otherwise. A length over
+    the cap (a hostile file claiming terabytes) is refused before anything more is read.
+    """
+    first = source.read_range(sha, entry.path, 0, min(FIRST_RANGE, max(entry.size, 8)))
+    if len(first) < 8:
+        raise InvalidContent(f"{entry.path}: not a safetensors file (only {len(first)} bytes)")
+    (n,) = struct.unpack("<Q", first[:8])
+    if n > max_header_bytes:
+        raise TooLarge(f"{entry.path}: safetensors header claims {n} bytes, over the cap of {max_header_bytes}")
+    if entry.size and n + 8 > entry.size:
+        raise TooLarge(f"{entry.path}: safetensors header claims {n} bytes, past the end of the file")
+    if n + 8 <= len(first):
+        return first[8 : 8 + n]
+    rest = source.read_range(sha, entry.path, len(first), n + 8 - len(first))
+    header = first[8:] + rest
+    if len(header) != n:
+        raise EntryNotFound(f"{entry.path}: safetensors header truncated ({len(header)} of {n} bytes)")
+    return header
