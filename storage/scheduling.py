@@ -95,8 +95,7 @@ def firehose_repos(store: Store) -> list[FirehoseRepo]:
 def confirm_unchanged(store: Store, repo_ids: Iterable[str], *, now: datetime, next_check_at: datetime) -> int:
     """The firehose saw these repos unmoved: count it as a poll and push their next check.
 
-    Leased repos (a daemon is checking them) and repos due earlier for another reason than
-    their schedule (``next_check_at`` already past ``next_check_at``) are left alone.
+    Leased repos (a daemon is checking them right now) are left alone.
     """
     ids = list(repo_ids)
     n = 0
@@ -106,7 +105,6 @@ def confirm_unchanged(store: Store, repo_ids: Iterable[str], *, now: datetime, n
                 update(RepoRow)
                 .where(col(RepoRow.id).in_(ids[i : i + 500]), col(RepoRow.active))
                 .where(or_(col(RepoRow.lease_expires_at).is_(None), col(RepoRow.lease_expires_at) < now))
-                .where(col(RepoRow.next_check_at) > now)
                 .values(last_poll_at=now, next_check_at=next_check_at)
             )
             n += int(res.rowcount or 0)  # type: ignore[attr-defined]

@@ -220,7 +220,7 @@ class Daemon:
         self._scheduler: Any = None
         self._paused_until: datetime | None = None
         self._watermark: datetime | None = None  # firehose: newest lastModified read
-        self._covered_since: datetime | None = None  # firehose: reads continuous since then
+        self._chain_start: datetime | None = None  # firehose: reads continuous since then
         self._firehose_next: datetime | None = None
 
     # ------------------------------------------------------------------ one cycle
@@ -428,15 +428,26 @@ class Daemon:
 
     # ------------------------------------------------------------------ firehose
     def _firehose_pass(self, now: datetime) -> None:
-        """Read the listing down to the watermark; mark moved repos due, confirm the others."""
+        """Read the listing down to the watermark; mark moved repos due, confirm the others.
+
+        Reads chain: each reaches back to the previous one's watermark. The first read of a
+        chain reaches back to the oldest last successful check of the covered repos, so after
+        a restart nothing needs a poll of its own. A repo is confirmed unchanged when it was
+        checked successfully since the chain began and is not listed with another head.
+        """
         assert self.firehose is not None
         if self._firehose_next is not None and now < self._firehose_next:
             return
         if (self._paused_until is not None and now < self._paused_until) or self.budget.room() <= 0:
             return
         self._firehose_next = now + timedelta(seconds=self.config.interval_seconds)
+        tracked = {r.id: r for r in scheduling.firehose_repos(self.store)}
+        since = self._watermark
+        if self._chain_start is None:
+            checked = [r.last_success_at for r in tracked.values() if r.failures == 0 and r.last_success_at]
+            since = min(checked, default=None)
         try:
-            read = self.firehose.read(self._watermark)
+            read = self.firehose.read(since)
         except SourceError as e:
             self.stats.add("errors", 1, f"firehose_{e.kind}")
             if isinstance(e, RateLimited) and e.retry_after:
@@ -447,24 +458,23 @@ class Daemon:
         self.stats.add("requests", read.requests)
         self.stats.add("bytes", read.bytes)
         self.stats.add("firehose_reads")
-        tracked = {r.id: r for r in scheduling.firehose_repos(self.store)}
         moved = {i.id for i in read.items if i.id in tracked and i.sha != tracked[i.id].head_sha}
         for repo_id in sorted(moved):
             self.store.mark_due(repo_id, now)
         confirmed = 0
-        if read.complete and self._covered_since is not None:
-            since = self._covered_since
+        if read.complete and since is not None:
+            start = self._chain_start = self._chain_start or since
             ok = [r.id for r in tracked.values() if r.id not in moved and r.failures == 0
-                  and r.last_success_at is not None and r.last_success_at >= since]
+                  and r.last_success_at is not None and r.last_success_at >= start]
             later = now + timedelta(seconds=2 * self.config.interval_seconds)
             confirmed = scheduling.confirm_unchanged(self.store, ok, now=now, next_check_at=later)
-        else:  # first read, or too many changes to reach the watermark: coverage starts now
-            self._covered_since = now
-        self._watermark = read.watermark
+            self._watermark = read.watermark
+        else:  # the watermark was out of reach: repos are polled until a read reaches back again
+            self._chain_start = self._watermark = None
         self.stats.add("firehose_moved", len(moved))
         self.stats.add("firehose_confirmed", confirmed)
-        log.info("firehose: %d requests, %d listed, %d moved, %d confirmed unchanged", read.requests,
-                 len(read.items), len(moved), confirmed)
+        log.info("firehose: %d request(s), %d listed, %d moved, %d confirmed unchanged%s", read.requests,
+                 len(read.items), len(moved), confirmed, "" if read.complete else " (watermark not reached)")
 
     # ------------------------------------------------------------------ lifecycle
     def renew_leases(self) -> None:

@@ -2,10 +2,10 @@
 
 Due deliveries are leased (so several daemons share the outbox), grouped by subscription and
 sent by a few worker threads, one subscription per worker, in order. The destination is
-checked again before every POST. A failed attempt is retried with exponential backoff
-(``RETRY_BASE_SECONDS * RETRY_FACTOR ** (attempt - 1)``, capped) under the same
-``webhook-id``; after a failure the rest of that subscription's batch waits for the next
-pass, so a dead receiver costs one timeout per pass, not one per event.
+checked again before every POST. A failed attempt is retried under the same ``webhook-id``:
+first with the next pass, then with exponential backoff (:func:`retry_delay`). After
+``STOP_AFTER`` failures in a row the rest of that subscription's batch waits for the next
+pass, so a dead receiver costs a few timeouts per pass, not one per event.
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ from tracker.config import Settings
 
 log = logging.getLogger("hubwatch.webhooks")
 
-RETRY_BASE_SECONDS = 2.0
+RETRY_BASE_SECONDS = 5.0
 RETRY_FACTOR = 5.0
 RETRY_MAX_SECONDS = 6 * 3600.0
+STOP_AFTER = 3  # failures in a row that end one subscription's batch in this pass
 BATCH = 500  # deliveries leased per pass
 PER_SUBSCRIPTION = 50  # sent to one subscription per pass
 LEASE_SECONDS = 600
@@ -40,8 +41,14 @@ Outcome = Callable[[str], None]
 
 
 def retry_delay(attempts: int) -> float:
-    """Seconds to wait after the ``attempts``-th failed attempt: 2 s, 10 s, 50 s, ... up to 6 h."""
-    return float(min(RETRY_MAX_SECONDS, RETRY_BASE_SECONDS * RETRY_FACTOR ** max(0, attempts - 1)))
+    """Seconds to wait after the ``attempts``-th failed attempt.
+
+    The first retry goes out with the next pass (a daemon tick or the next ``poll``), then
+    the wait grows exponentially: 5 s, 25 s, 125 s, ... up to 6 h.
+    """
+    if attempts <= 1:
+        return 0.0
+    return float(min(RETRY_MAX_SECONDS, RETRY_BASE_SECONDS * RETRY_FACTOR ** (attempts - 2)))
 
 
 def deliver_pending(
@@ -79,11 +86,11 @@ def _send_batch(
     store: Store, settings: Settings, http: httpx.Client, owner: str, now: datetime, batch: list[DueDelivery],
     on_outcome: Outcome | None,
 ) -> int:
-    """One subscription's deliveries in order; stops at the first failure."""
+    """One subscription's deliveries in order; ``STOP_AFTER`` failures in a row end the batch."""
     hooks = settings.webhooks
-    delivered = 0
+    delivered = failures = 0
     for i, d in enumerate(batch):
-        if i >= PER_SUBSCRIPTION:
+        if i >= PER_SUBSCRIPTION or failures >= STOP_AFTER:
             _release_rest(store, owner, batch[i:])
             break
         outcome_name, error, code = _attempt(http, d, allow_private=hooks.allow_private_destinations)
@@ -92,15 +99,18 @@ def _send_batch(
         if error is None:
             mark_delivered(store, d, owner, now=now, status_code=code)
             delivered += 1
+            failures = 0
             continue
+        failures += 1
         disabled = mark_failed(
             store, d, owner, now=now, error=error, status_code=code, retry_in=retry_delay(d.attempts + 1),
             max_attempts=hooks.max_attempts, disable_after=hooks.disable_after_failures,
         )
         log.warning("webhook subscription=%s id=%s attempt=%d failed: %s%s", d.subscription_id, d.webhook_id,
                     d.attempts + 1, error, " (subscription disabled)" if disabled else "")
-        _release_rest(store, owner, batch[i + 1:])
-        break
+        if disabled:
+            _release_rest(store, owner, batch[i + 1:])
+            break
     return delivered
 
 

@@ -18,7 +18,7 @@ from tracker.errors import EntryNotFound, InvalidContent, TooLarge
 from tracker.extract.paths import is_safetensors, wants_content
 from tracker.hub.interface import HubSource
 from tracker.model import FileEntry, Snapshot
-from tracker.model.keys import content_key, header_key
+from tracker.model.keys import content_key, header_error_key, header_key
 
 #: Bytes read by the first range request of a safetensors file: most headers fit in it,
 #: so one request usually suffices (huggingface_hub reads the same first 100 kB).
@@ -90,8 +90,8 @@ def _read_small(
         out[entry.path] = source.read_file(sha, entry.path, max_bytes=cap)
     except TooLarge as e:
         errors[entry.path] = str(e)
-    except EntryNotFound as e:
-        errors[entry.path] = f"listed but not readable: {e}"
+    except EntryNotFound:
+        errors[entry.path] = "listed in the tree but not readable from the source"
 
 
 def _read_header(
@@ -107,12 +107,17 @@ def _read_header(
     if cached is not None:
         out[entry.path] = cached
         return
+    failed = known(header_error_key(entry))
+    if failed is not None:  # the same weights failed before: no request, same answer
+        errors[entry.path] = failed.decode("utf-8", "replace")
+        return
     try:
         out[entry.path] = read_safetensors_header(source, sha, entry, limits.max_header_bytes)
     except (TooLarge, InvalidContent) as e:
         errors[entry.path] = str(e)
-    except EntryNotFound as e:
-        errors[entry.path] = f"header not readable: {e}"
+    except EntryNotFound:
+        # The same words whatever the source said, so git and HTTP histories agree.
+        errors[entry.path] = "safetensors header not readable: the source does not serve the weights object"
 
 
 def read_safetensors_header(source: HubSource, sha: str, entry: FileEntry, max_header_bytes: int) -> bytes:

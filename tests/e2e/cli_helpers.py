@@ -27,6 +27,7 @@ class Cli:
 
     def __init__(self, workdir: Path, db_url: str, extra_config: str = ""):
         self.workdir = workdir
+        workdir.mkdir(parents=True, exist_ok=True)
         self.config = workdir / "config.toml"
         self.config.write_text(
             f'[storage]\nurl = "{db_url}"\n[advisories]\nosv_api = ""\n{extra_config}', encoding="utf-8"

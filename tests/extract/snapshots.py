@@ -8,6 +8,7 @@ are not part of the snapshot's contents.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -80,3 +81,27 @@ def pair_names() -> list[str]:
 def load_pair(name: str) -> tuple[dict[str, bytes], dict[str, bytes]]:
     """The before / after files of one corpus change."""
     return read_tree(CHANGES / name / "before"), read_tree(CHANGES / name / "after")
+
+
+def lfs(tag: str, size: int) -> bytes:
+    """A Git-LFS pointer file for an object named by ``tag`` (its sha256 is that of the tag)."""
+    oid = hashlib.sha256(tag.encode()).hexdigest()
+    return f"version https://git-lfs.github.com/spec/v1\noid sha256:{oid}\nsize {size}\n".encode()
+
+
+def st_header(tensors: Mapping[str, tuple[str, list[int]]], meta: object = None) -> bytes:
+    """A safetensors JSON header laid out as safetensors writes one (offsets in sequence)."""
+    from tracker.extract.safetensors import DTYPE_BITS
+
+    doc: dict[str, object] = {}
+    if meta is not None:
+        doc["__metadata__"] = meta
+    offset = 0
+    for name, (dtype, shape) in tensors.items():
+        n = 1
+        for d in shape:
+            n *= d
+        size = (n * DTYPE_BITS[dtype] + 7) // 8
+        doc[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + size]}
+        offset += size
+    return json.dumps(doc).encode()

@@ -14,7 +14,7 @@ def _as_pure_module(source: str) -> None:
 
 
 def test_open_from_pure_code_is_refused() -> None:
-    with pytest.raises(IOAttempt, match="tracker.diff.fake_module"):
+    with pytest.raises(IOAttempt, match=r"tracker\.diff\.fake_module"):
         _as_pure_module("open('/etc/hostname').read()")
 
 

@@ -28,20 +28,39 @@ def _drain(store, cfg, now, passes: int = 20) -> None:  # type: ignore[no-untype
         deliver_pending(store, cfg, now=now + timedelta(seconds=retry_delay(i + 1) * 2 * (i + 1)))
 
 
-def test_receiver_failing_first_gets_it_again_with_the_same_id(store) -> None:  # type: ignore[no-untyped-def]
+def test_receiver_failing_the_first_delivery_gets_it_again_with_the_same_id(store) -> None:  # type: ignore[no-untyped-def]
+    failed: list[str] = []
+
+    def answer(r, _seen):  # type: ignore[no-untyped-def]
+        if not failed:
+            failed.append(r.headers["webhook-id"])
+            return 500
+        return 204
+
+    with Receiver(answer=answer) as rx:
+        sub = _subscribe(store, rx.url)
+        revs = seed_history(store, n=7)
+        expected = {f"{r.advisory['id']}.{r.advisory['modified']}" for r in revs if r.advisory}
+        cfg = settings()
+        assert deliver_pending(store, cfg, now=LATER) == len(expected) - 1  # one failure holds up nothing else
+        assert deliver_pending(store, cfg, now=LATER) == 1  # the next pass sends it again
+        ids = rx.ids()
+        assert len(ids) == len(expected) + 1 and set(ids) == expected
+        again = [r for r in rx.requests if r.headers["webhook-id"] == failed[0]]
+        assert len(again) == 2 and again[0].body == again[1].body
+        assert again[1].headers["webhook-signature"]  # signed afresh (new timestamp), verified below
+        rx.verified(sub.secret)
+        assert deliver_pending(store, cfg, now=LATER + timedelta(days=1)) == 0  # nothing twice after success
+
+
+def test_every_event_verifies_and_is_retried_until_delivered(store) -> None:  # type: ignore[no-untyped-def]
     with Receiver(answer=lambda _r, seen: 500 if seen == 0 else 204) as rx:
         sub = _subscribe(store, rx.url)
         revs = seed_history(store, n=7)
         expected = {f"{r.advisory['id']}.{r.advisory['modified']}" for r in revs if r.advisory}
         assert expected  # the seeded history has advisories
-        cfg = settings()
-        assert deliver_pending(store, cfg, now=LATER) == 0  # the first POST fails; the rest wait
-        assert len(rx.requests) == 1
-        deliver_pending(store, cfg, now=LATER)  # the next one goes; the failed one waits its delay
-        assert len(rx.requests) == 2 and rx.ids()[0] != rx.ids()[1]
-        _drain(store, cfg, LATER)
-        ids = rx.ids()
-        assert set(ids) == expected
+        _drain(store, settings(), LATER)
+        assert set(rx.ids()) == expected
         for wid in expected:  # each id failed once, then succeeded: exactly two POSTs, same body
             posts = [r for r in rx.requests if r.headers["webhook-id"] == wid]
             assert len(posts) == 2
@@ -58,16 +77,18 @@ def test_receiver_failing_first_gets_it_again_with_the_same_id(store) -> None:  
 def test_failed_attempt_waits_for_its_backoff(store) -> None:  # type: ignore[no-untyped-def]
     with Receiver(answer=lambda _r, _n: 503) as rx:
         _subscribe(store, rx.url)
-        seed_history(store, n=3)
+        seed_history(store, n=2)  # one advisory
         cfg = settings(max_attempts=10, disable_after_failures=100)
         deliver_pending(store, cfg, now=LATER)
-        first = rx.ids()[0]
-        deliver_pending(store, cfg, now=LATER + timedelta(seconds=retry_delay(1) - 1))
-        assert rx.ids().count(first) == 1  # not due yet
-        deliver_pending(store, cfg, now=LATER + timedelta(seconds=retry_delay(1)))
-        assert rx.ids().count(first) == 2
-    delays = [retry_delay(n) for n in range(1, 12)]
-    assert delays == sorted(delays) and delays[1] > delays[0] * 2 and max(delays) <= 6 * 3600
+        deliver_pending(store, cfg, now=LATER)  # the first retry goes with the next pass
+        assert len(rx.requests) == 2
+        deliver_pending(store, cfg, now=LATER + timedelta(seconds=retry_delay(2) - 1))
+        assert len(rx.requests) == 2  # the second retry waits its delay
+        deliver_pending(store, cfg, now=LATER + timedelta(seconds=retry_delay(2)))
+        assert len(rx.requests) == 3 and len(set(rx.ids())) == 1
+    delays = [retry_delay(n) for n in range(2, 12)]
+    assert retry_delay(1) == 0 and delays == sorted(delays) and delays[1] == delays[0] * 5
+    assert max(delays) == 6 * 3600
 
 
 def test_gives_up_after_max_attempts(store) -> None:  # type: ignore[no-untyped-def]

@@ -18,6 +18,7 @@ MAX_ITEMS = 200
 MAX_ROWS = 500
 MAX_LINES = 2000
 MAX_DEPTH = 6
+FOLD_LINES = 3  # longer plain text is shown folded (<details>), diffs always open
 _DIFF_HINT = re.compile(r"^(@@|--- |\+\+\+ )", re.M)
 GB = 1e9
 
@@ -41,7 +42,7 @@ def view(value: Any, depth: int = 0) -> dict[str, Any]:
             return {"t": "text", "text": "—"}
         if all(isinstance(v, Mapping) for v in value):
             cols = list(dict.fromkeys(k for v in value for k in v))
-            if len(cols) <= 10:
+            if len(cols) <= 10 and all(_flat(x) for v in value for x in v.values()):
                 rows = [[view(v.get(c), depth + 1) if c in v else {"t": "text", "text": ""} for c in cols]
                         for v in value[:MAX_ROWS]]
                 return {"t": "grid", "cols": [str(c) for c in cols], "rows": rows,
@@ -55,12 +56,21 @@ def view(value: Any, depth: int = 0) -> dict[str, Any]:
     return {"t": "text", "text": _scalar(value)}
 
 
+def _flat(v: Any) -> bool:
+    """Fits a grid cell: a scalar, a short one-line string, or a short list of those."""
+    if isinstance(v, str):
+        return "\n" not in v and len(v) <= 200
+    if isinstance(v, list | tuple):
+        return len(v) <= 20 and all(not isinstance(x, list | tuple | Mapping) and _flat(x) for x in v)
+    return v is None or isinstance(v, int | float | bool)
+
+
 def _text_block(text: str) -> dict[str, Any]:
     lines = text.strip("\n").split("\n")
     more = max(0, len(lines) - MAX_LINES)
     lines = lines[:MAX_LINES]
     if not _DIFF_HINT.search(text):
-        return {"t": "pre", "text": "\n".join(lines), "more": more}
+        return {"t": "pre", "text": "\n".join(lines), "more": more, "fold": len(lines) > FOLD_LINES}
     out = []
     for line in lines:
         if line.startswith(("+++", "---")):
@@ -97,6 +107,10 @@ def human_bytes(n: Any) -> str:
     return f"{n / GB:,.2f} GB"
 
 
+def _count(n: Any) -> str:
+    return f"{n:,}" if isinstance(n, int) and not isinstance(n, bool) else "—"
+
+
 def plan_summary(plan: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The headline numbers of a ``plan --json`` document, tolerant of missing parts."""
     if not isinstance(plan, Mapping):
@@ -104,10 +118,12 @@ def plan_summary(plan: Mapping[str, Any] | None) -> dict[str, Any] | None:
     params = plan.get("params") if isinstance(plan.get("params"), Mapping) else {}
     memory = plan.get("memory_bytes") if isinstance(plan.get("memory_bytes"), Mapping) else {}
     cards = plan.get("cards") if isinstance(plan.get("cards"), Mapping) else {}
+    cost = plan.get("cost") if isinstance(plan.get("cost"), Mapping) else {}
     modes = list(dict.fromkeys(m for c in cards.values() if isinstance(c, Mapping) for m in c))
     return {
         "params": [(k, params.get(k)) for k in ("total", "active", "checkpoint", "delta_pct") if k in params],
-        "memory": [(k, human_bytes(v)) for k, v in memory.items()],
+        "memory": [(k, _count(v) if k.endswith("params") else human_bytes(v)) for k, v in memory.items()],
+        "cost": {k: cost.get(k) for k in ("usd", "hours", "card") if k in cost},
         "modes": modes,
         "cards": [(name, [c.get(m) if isinstance(c, Mapping) else None for m in modes]) for name, c in cards.items()],
         "findings": [str(f) if not isinstance(f, Mapping) else str(f.get("message") or f) for f in

@@ -91,7 +91,7 @@ def run(ctx: Context) -> int:
 
     _configure_logging()
     if logging.getLogger().level > logging.DEBUG:  # else --debug: keep every line
-        for noisy in ("httpx", "httpx2", "huggingface_hub"):  # a line per request
+        for noisy in ("httpx", "httpx2", "huggingface_hub", "alembic"):  # a line per request
             logging.getLogger(noisy).setLevel(logging.WARNING)
         logging.getLogger("apscheduler").setLevel(logging.ERROR)  # a line per tick, "skipped: still running"
     added = sync_config_repos(ctx)

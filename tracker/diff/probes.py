@@ -65,13 +65,13 @@ class Probe:
     tools: tuple[Mapping[str, Any], ...] | None = None
 
     def context(self) -> dict[str, Any]:
-        ctx: dict[str, Any] = {
+        # transformers always passes tools and documents, None when the caller has none
+        return {
             "messages": copy.deepcopy([dict(m) for m in self.messages]),
+            "tools": None if self.tools is None else copy.deepcopy([dict(t) for t in self.tools]),
+            "documents": None,
             "add_generation_prompt": self.add_generation_prompt,
         }
-        if self.tools is not None:
-            ctx["tools"] = copy.deepcopy([dict(t) for t in self.tools])
-        return ctx
 
 
 PROBES = (

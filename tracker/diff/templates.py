@@ -134,8 +134,9 @@ def _change(sides: Sides, name: str, index: int) -> Change | None:
 
 def _unreadable(sides: Sides, name: str) -> Change | None:
     """A template missing on one side only because its file could not be parsed there."""
-    present = sides.head if name not in sides.head.chat_templates else sides.base
-    missing_side = "head" if present is sides.base else "base"
+    in_base = name in sides.base.chat_templates
+    present = sides.base if in_base else sides.head
+    missing_side = "head" if in_base else "base"
     source = present.chat_template_sources.get(name)
     if source is None:
         return None

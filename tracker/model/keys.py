@@ -13,3 +13,8 @@ def content_key(entry: FileEntry) -> str:
 def header_key(entry: FileEntry) -> str:
     """Key of a safetensors header: the content id of the weights it describes."""
     return f"sthdr:{entry.content_id}"
+
+
+def header_error_key(entry: FileEntry) -> str:
+    """Key of the reason a safetensors header could not be read (not retried per revision)."""
+    return f"sthdr-err:{entry.content_id}"

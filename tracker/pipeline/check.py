@@ -17,11 +17,12 @@ from storage.records import NewRevision, RepoRecord
 from storage.store import Store
 from tracker.diff import diff_artifacts, history_rewrite_change
 from tracker.extract import extract_artifacts
+from tracker.extract.paths import is_safetensors
 from tracker.hub.interface import HubSource
 from tracker.model import Artifacts, Change, ChangeKind, CommitInfo, RevisionDiff, Snapshot
-from tracker.model.keys import content_key, header_key
+from tracker.model.keys import content_key, header_error_key, header_key
 from tracker.pipeline.advise_step import AdviseStep
-from tracker.pipeline.coverage import cover_every_path
+from tracker.pipeline.coverage import changed_paths, cover_every_path
 from tracker.pipeline.plan_step import PlanStep
 from tracker.pipeline.stored import serialise_tree, stored_snapshot
 from tracker.snapshot import SnapshotLimits, take_snapshot
@@ -162,8 +163,12 @@ def _process_commit(
         head = Artifacts(files=snap.files)
         diff = RevisionDiff(base=base_sha, head=commit.sha)
     cache.put(commit.sha, head)
-    changes = cover_every_path(diff.changes, base.files if base is not None else (), snap.files)
+    base_files = base.files if base is not None else ()
+    changes = cover_every_path(diff.changes, base_files, snap.files)
+    touched = changed_paths(base_files, snap.files)
     for path, message in sorted(snap.read_errors.items()):
+        if path and path not in touched:
+            continue  # reported when the file arrived or changed, not on every revision
         changes.append(Change(kind=ChangeKind.OTHER, path=path or "/", summary=f"not read: {message}",
                               topics=("read.error",)))
     unreachable: tuple[str, ...] = ()
@@ -208,6 +213,10 @@ def _new_blobs(snap: Snapshot) -> dict[str, bytes]:
         blobs[content_key(by_path[path])] = data
     for path, data in snap.safetensors_headers.items():
         blobs[header_key(by_path[path])] = data
+    for path, message in snap.read_errors.items():
+        entry = by_path.get(path)
+        if entry is not None and is_safetensors(path):
+            blobs[header_error_key(entry)] = message.encode()
     return blobs
 
 

@@ -1,0 +1,123 @@
+"""Atom feeds: clean Atom 1.0 for feedparser, one entry per advisory with stable ids and links,
+``updated`` = the record's ``modified``, and conditional GET for cheap polling."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from datetime import timedelta
+
+import feedparser
+import pytest
+from fastapi.testclient import TestClient
+
+from advisories.atom import FeedInfo, render_feed
+from tests.api.data import START, seed_history, settings, withdraw_one
+from tracker.api.app import create_app
+
+NS = {"a": "http://www.w3.org/2005/Atom"}
+
+
+def check_atom(body: bytes) -> feedparser.FeedParserDict:
+    """feedparser sees clean Atom 1.0, and every RFC 4287 required element is there."""
+    parsed = feedparser.parse(body)
+    assert parsed.bozo == 0, parsed.get("bozo_exception")
+    assert parsed.version == "atom10"
+    root = ET.fromstring(body)
+    assert root.tag == "{http://www.w3.org/2005/Atom}feed"
+    for name in ("id", "title", "updated", "author/a:name"):
+        assert root.find("a:" + name, NS) is not None, name
+    assert root.find("a:link[@rel='self']", NS) is not None
+    for entry in root.findall("a:entry", NS):
+        for name in ("id", "title", "updated", "link[@rel='alternate']"):
+            assert entry.find("a:" + name, NS) is not None, name
+    return parsed
+
+
+@pytest.fixture
+def client(store):  # type: ignore[no-untyped-def]
+    return TestClient(create_app(store, settings()))
+
+
+def test_feeds_hold_one_entry_per_advisory(store, client) -> None:  # type: ignore[no-untyped-def]
+    a = seed_history(store, "org/a", n=7)
+    b = seed_history(store, "org/b", n=4)
+    records = {r.advisory["id"]: r.advisory for r in a + b if r.advisory}
+    every = check_atom(client.get("/feeds/all.atom").content)
+    assert sorted(e.id for e in every.entries) == sorted(records)
+    only_a = check_atom(client.get("/feeds/org/a.atom").content)
+    assert sorted(e.id for e in only_a.entries) == sorted(r.advisory["id"] for r in a if r.advisory)
+    for e in every.entries:
+        rec = records[e.id]
+        assert e.updated == rec["modified"] and e.published == rec["published"]
+        assert e.title.endswith(rec["summary"]) and rec["database_specific"]["severity"] in e.title
+        assert e.link == f"http://testserver/advisories/{e.id}"
+        assert client.get(e.link).status_code == 200  # the entry's link is a page we serve
+        json_link = [x.href for x in e.links if x.type == "application/json"][0]
+        assert client.get(json_link).json()["id"] == e.id
+    # newest first; the feed's updated is the newest entry's
+    assert [e.updated for e in every.entries] == sorted((e.updated for e in every.entries), reverse=True)
+    assert every.feed.updated == every.entries[0].updated
+
+
+def test_ids_and_links_are_stable_and_edits_move_updated(store, client) -> None:  # type: ignore[no-untyped-def]
+    revs = seed_history(store, n=4)
+    first = check_atom(client.get("/feeds/org/model.atom").content)
+    target = next(r.advisory for r in revs if r.advisory)
+    edited = withdraw_one(store, target, START + timedelta(days=2))
+    again = check_atom(client.get("/feeds/org/model.atom").content)
+    assert {e.id for e in first.entries} == {e.id for e in again.entries}
+    assert {e.id: e.link for e in first.entries} == {e.id: e.link for e in again.entries}
+    entry = next(e for e in again.entries if e.id == target["id"])
+    assert entry.updated == edited["modified"] != target["modified"]
+    assert entry.title.startswith("[withdrawn]")
+    assert again.entries[0].id == target["id"]  # the most recently modified comes first
+
+
+def test_conditional_get(store, client) -> None:  # type: ignore[no-untyped-def]
+    revs = seed_history(store, n=3)
+    r = client.get("/feeds/org/model.atom")
+    etag, last = r.headers["ETag"], r.headers["Last-Modified"]
+    assert r.headers["content-type"].startswith("application/atom+xml")
+    assert client.get("/feeds/org/model.atom", headers={"If-None-Match": etag}).status_code == 304
+    assert client.get("/feeds/org/model.atom", headers={"If-None-Match": f'"x", W/{etag}'}).status_code == 304
+    not_mod = client.get("/feeds/org/model.atom", headers={"If-Modified-Since": last})
+    assert not_mod.status_code == 304 and not_mod.content == b"" and not_mod.headers["ETag"] == etag
+    assert client.get("/feeds/org/model.atom", headers={"If-None-Match": '"other"'}).status_code == 200
+    assert client.get("/feeds/org/model.atom", headers={"If-Modified-Since": "Sat, 01 Jan 2000 00:00:00 GMT"}
+                      ).status_code == 200
+    head = client.head("/feeds/org/model.atom")
+    assert head.status_code == 200 and head.content == b"" and head.headers["ETag"] == etag
+    withdraw_one(store, next(x.advisory for x in revs if x.advisory), START + timedelta(days=3))
+    changed = client.get("/feeds/org/model.atom", headers={"If-None-Match": etag})
+    assert changed.status_code == 200 and changed.headers["ETag"] != etag
+    assert client.get("/feeds/all.atom", headers={"If-None-Match": client.get("/feeds/all.atom").headers["ETag"]}
+                      ).status_code == 304
+
+
+def test_empty_and_unknown(store, client) -> None:  # type: ignore[no-untyped-def]
+    store.add_repo("org/quiet", source="org/quiet", source_kind="hub", now=START)
+    quiet = check_atom(client.get("/feeds/org/quiet.atom").content)
+    assert quiet.entries == [] and quiet.feed.updated == "2025-03-01T12:00:00Z"
+    check_atom(client.get("/feeds/all.atom").content)
+    r = client.get("/feeds/org/none.atom")
+    assert r.status_code == 404 and r.json()["code"] == 404
+
+
+def test_rendering_is_deterministic_and_escaped() -> None:
+    record = {
+        "id": "x_HUBWATCH-aaaa-bbbb-cccc", "published": "2026-01-01T00:00:00Z", "modified": "2026-01-02T03:04:05Z",
+        "summary": "a <b>bold</b> & \x07 sneaky\x00 summary", "details": "line 1\n<script>alert(1)</script>\n\x1b[0m",
+        "database_specific": {"severity": "CRITICAL"}, "references": [{"type": "WEB", "url": "https://h/x?a=1&b=2"}],
+        "affected": [{"database_specific": {"purl": "pkg:huggingface/org/m@abc"}}],
+    }
+    older = {**record, "id": "x_HUBWATCH-older", "modified": "2025-12-31T00:00:00Z"}
+    info = FeedInfo(id="urn:hubwatch:feed:all", title="t & <t>", self_url="http://h/feeds/all.atom")
+    link = lambda rid: f"http://h/advisories/{rid}"  # noqa: E731
+    body = render_feed(info, [older, record], entry_link=link)
+    assert body == render_feed(info, [record, older], entry_link=link)
+    parsed = check_atom(body)
+    assert [e.id for e in parsed.entries] == [record["id"], older["id"]]
+    assert parsed.feed.title == "t & <t>" and parsed.feed.updated == "2026-01-02T03:04:05Z"
+    assert parsed.entries[0].summary == "a <b>bold</b> &  sneaky summary"
+    assert b"<script>" not in body and b"\x00" not in body and b"\x07" not in body
+    assert "org/m" in [t.term for t in parsed.entries[0].tags]
