@@ -19,7 +19,10 @@ BUNDLES = sorted((HERE / "histories").glob("*.bundle"))
 
 def hubwatch(*args: str) -> str:
     cmd = [sys.executable, "-m", "tracker.cli", "--config", str(OUT / "config.toml"), *args]
-    return subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=OUT).stdout
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=OUT)
+    if done.returncode != 0:
+        sys.exit(f"hubwatch {' '.join(args)} failed: {done.stderr.strip()}")
+    return done.stdout
 
 
 def main() -> int:
@@ -35,8 +38,12 @@ def main() -> int:
         history = json.loads(hubwatch("history", repo, "--json"))
         print(f"\n== {repo}: {len(history)} revisions")
         print(hubwatch("history", repo, "--limit", "8"))
-        worst = [(c["severity"], r["sha"][:10], c["summary"]) for r in history for c in r["changes"]
-                 if c["severity"] in ("CRITICAL", "HIGH")]
+        rank = {"CRITICAL": 0, "HIGH": 1}
+        worst = sorted(
+            ((c["severity"], r["sha"][:10], c["summary"]) for r in history for c in r["changes"]
+             if c["severity"] in rank),
+            key=lambda w: rank[w[0]],
+        )
         print(f"most severe changes ({len(worst)}):")
         for sev, sha, summary in worst[:10]:
             print(f"  {sev:8} {sha}  {summary[:110]}")

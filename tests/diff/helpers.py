@@ -25,9 +25,15 @@ def diff_files(
     headers_after: Mapping[str, bytes] | None = None,
 ) -> RevisionDiff:
     """Snapshot -> extract -> diff -> rules, as the pipeline runs them."""
-    base = None if before is None else extract_artifacts(snapshot_of(before, BASE, headers=headers_before))
+    base = (
+        None
+        if before is None
+        else extract_artifacts(snapshot_of(before, BASE, headers=headers_before))
+    )
     head = extract_artifacts(snapshot_of(after, HEAD, headers=headers_after))
-    return apply_rules(diff_artifacts(base, head, base_sha=None if before is None else BASE, head_sha=HEAD))
+    return apply_rules(
+        diff_artifacts(base, head, base_sha=None if before is None else BASE, head_sha=HEAD)
+    )
 
 
 def only(diff: RevisionDiff, path: str, kind: str | None = None) -> Change:

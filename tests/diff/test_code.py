@@ -14,10 +14,15 @@ from tracker.model import ChangeKind, Severity
 CONFIG = json.dumps(
     {
         "model_type": "rw",
-        "auto_map": {"AutoConfig": "configuration_rw.RWConfig", "AutoModelForCausalLM": "modelling_rw.RWForCausalLM"},
+        "auto_map": {
+            "AutoConfig": "configuration_rw.RWConfig",
+            "AutoModelForCausalLM": "modelling_rw.RWForCausalLM",
+        },
     }
 ).encode()
-MODEL = b"import torch\nfrom .configuration_rw import RWConfig\nfrom .layers.attention import Attn\n"
+MODEL = (
+    b"import torch\nfrom .configuration_rw import RWConfig\nfrom .layers.attention import Attn\n"
+)
 
 
 def repo(**extra: bytes) -> dict[str, bytes]:
@@ -35,10 +40,17 @@ def repo(**extra: bytes) -> dict[str, bytes]:
 def test_loaded_code_changed_is_critical_with_a_diff() -> None:
     d = diff_files(repo(), repo(modelling_rw_py=MODEL + b"import os; os.system('x')\n"))
     c = only(d, "modelling_rw.py")
-    assert (c.kind, c.topics, c.severity) == (ChangeKind.CODE, ("code.auto_map_target.changed",), Severity.CRITICAL)
+    assert (c.kind, c.topics, c.severity) == (
+        ChangeKind.CODE,
+        ("code.auto_map_target.changed",),
+        Severity.CRITICAL,
+    )
     assert c.detail["loaded_by"] == ["config.json auto_map.AutoModelForCausalLM"]
     assert "+import os; os.system('x')" in c.detail["diff"]["diff"]
-    assert c.summary == "custom code changed: modelling_rw.py (+1/-0 lines), loaded by config.json auto_map.AutoModelForCausalLM"
+    assert (
+        c.summary
+        == "custom code changed: modelling_rw.py (+1/-0 lines), loaded by config.json auto_map.AutoModelForCausalLM"
+    )
 
 
 def test_relative_imports_of_loaded_code_are_loaded_too() -> None:
@@ -71,14 +83,20 @@ def test_added_and_removed_code() -> None:
 
 def test_tokenizer_auto_map_and_custom_pipelines_count() -> None:
     files = {
-        "tokenizer_config.json": json.dumps({"auto_map": {"AutoTokenizer": ["tok.SlowTok", None]}}).encode(),
-        "config.json": json.dumps({"custom_pipelines": {"text-generation": {"impl": "pipe.MyPipe"}}}).encode(),
+        "tokenizer_config.json": json.dumps(
+            {"auto_map": {"AutoTokenizer": ["tok.SlowTok", None]}}
+        ).encode(),
+        "config.json": json.dumps(
+            {"custom_pipelines": {"text-generation": {"impl": "pipe.MyPipe"}}}
+        ).encode(),
         "tok.py": b"a = 1\n",
         "pipe.py": b"b = 1\n",
     }
     d = diff_files(None, files)
     assert only(d, "tok.py").topics == ("code.auto_map_target.added",)
-    assert only(d, "pipe.py").detail["loaded_by"] == ["config.json custom_pipelines.text-generation"]
+    assert only(d, "pipe.py").detail["loaded_by"] == [
+        "config.json custom_pipelines.text-generation"
+    ]
     assert only(d, "tokenizer_config.json").topics == ("tokenizer.auto_map.added",)
     assert only(d, "tokenizer_config.json").severity is Severity.CRITICAL
 
@@ -86,13 +104,17 @@ def test_tokenizer_auto_map_and_custom_pipelines_count() -> None:
 def test_module_file() -> None:
     assert module_file("modeling_x.Model") == "modeling_x.py"
     assert module_file("pkg.sub.mod.Cls") == "pkg/sub/mod.py"
-    assert module_file("tiiuae/falcon-7b--modelling_RW.RWForCausalLM") is None  # another repo's code
+    assert (
+        module_file("tiiuae/falcon-7b--modelling_RW.RWForCausalLM") is None
+    )  # another repo's code
     assert module_file("NoModule") is None
 
 
 def test_unreadable_code_still_counts() -> None:
     before = extract_artifacts(snapshot_of(repo()))
-    after_snap = snapshot_of(repo(modelling_rw_py=b"x" * 10), read_errors={"modelling_rw.py": "over the cap"})
+    after_snap = snapshot_of(
+        repo(modelling_rw_py=b"x" * 10), read_errors={"modelling_rw.py": "over the cap"}
+    )
     after = extract_artifacts(after_snap)
     d = diff_artifacts(before, after, base_sha="a", head_sha="b")
     c = only(d, "modelling_rw.py")

@@ -22,7 +22,11 @@ def fields(change: Any) -> dict[str, dict[str, Any]]:
 def test_rope_factor_is_a_moderate_config_change(corpus_pairs: Pairs) -> None:
     d = diff_files(*corpus_pairs["llama-3.2-3b-instruct__rope-scaling-factor-8-to-32"])
     c = only(d, "config.json")
-    assert (c.kind, c.topics, c.severity) == (ChangeKind.CONFIG, ("config.rope",), Severity.MODERATE)
+    assert (c.kind, c.topics, c.severity) == (
+        ChangeKind.CONFIG,
+        ("config.rope",),
+        Severity.MODERATE,
+    )
     f = fields(c)["rope_scaling.factor"]
     assert (f["op"], f["old"], f["new"]) == ("changed", 8.0, 32.0)
     assert c.summary == "rope_scaling.factor 8.0 -> 32.0"
@@ -99,14 +103,19 @@ def test_pickle_reshard_is_critical(corpus_pairs: Pairs) -> None:
     assert len(removed) == 3
     assert all(c.severity is Severity.CRITICAL for c in added)
     assert all("weights.reupload" in c.topics for c in added + removed)
-    assert added[0].summary == "pickle weights added: pytorch_model-00001-of-00002.bin (pickle, 9.98 GB)"
+    assert (
+        added[0].summary
+        == "pickle weights added: pytorch_model-00001-of-00002.bin (pickle, 9.98 GB)"
+    )
     idx = only(d, "pytorch_model.bin.index.json")
     assert idx.topics == ("weights.index",)
     assert idx.detail["total_size"] == {"old": 26953670656, "new": 13476839424}
     assert idx.detail["shards"]["new"] == [f"pytorch_model-0000{i}-of-00002.bin" for i in (1, 2)]
     assert "model.safetensors.index.json" not in {c.path for c in d.changes}  # unchanged bytes
     cfg = only(d, "config.json")
-    assert set(cfg.topics) == {"config.bookkeeping", "config.other"} and cfg.severity is Severity.LOW
+    assert (
+        set(cfg.topics) == {"config.bookkeeping", "config.other"} and cfg.severity is Severity.LOW
+    )
     assert d.severity is Severity.CRITICAL
 
 

@@ -39,7 +39,10 @@ def test_whole_documents() -> None:
 
 
 def test_paths_quote_what_is_not_a_plain_key() -> None:
-    assert format_path(("added_tokens_decoder", "106", "content")) == "added_tokens_decoder.106.content"
+    assert (
+        format_path(("added_tokens_decoder", "106", "content"))
+        == "added_tokens_decoder.106.content"
+    )
     assert format_path(("a.b", "c d")) == '["a.b"]["c d"]'
     assert format_path(("auto_map", "AutoModel")) == "auto_map.AutoModel"
 
@@ -50,4 +53,8 @@ def test_excerpts_are_bounded() -> None:
     assert excerpt([0] * 1000).startswith("<list of 1000 items")
     assert len(excerpt("x" * 10_000)) < 500
     assert excerpt({"factor": 8.0}) == {"factor": 8.0}
-    assert short([1] * 100) == "[100 items]" and short("<s>") == '"<s>"' and short(MISSING) == "(absent)"
+    assert (
+        short([1] * 100) == "[100 items]"
+        and short("<s>") == '"<s>"'
+        and short(MISSING) == "(absent)"
+    )

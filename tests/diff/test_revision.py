@@ -12,7 +12,11 @@ TEMPLATE = "{% for m in messages %}{{ m.content }}{% endfor %}"
 
 
 def test_template_moved_to_its_own_file_is_not_a_template_change() -> None:
-    before = {"tokenizer_config.json": json.dumps({"eos_token": "</s>", "chat_template": TEMPLATE}).encode()}
+    before = {
+        "tokenizer_config.json": json.dumps(
+            {"eos_token": "</s>", "chat_template": TEMPLATE}
+        ).encode()
+    }
     after = {
         "tokenizer_config.json": json.dumps({"eos_token": "</s>"}).encode(),
         "chat_template.jinja": TEMPLATE.encode(),
@@ -27,7 +31,10 @@ def test_template_moved_to_its_own_file_is_not_a_template_change() -> None:
 
 def test_template_moved_and_edited() -> None:
     before = {"tokenizer_config.json": json.dumps({"chat_template": TEMPLATE}).encode()}
-    after = {"tokenizer_config.json": b"{}", "chat_template.jinja": b"{{ bos_token }}" + TEMPLATE.encode()}
+    after = {
+        "tokenizer_config.json": b"{}",
+        "chat_template.jinja": b"{{ bos_token }}" + TEMPLATE.encode(),
+    }
     d = diff_files(before, after)
     c = only(d, "chat_template.jinja")  # the alphabetically first of the two sources
     assert c.topics == ("chat_template.changed",)
@@ -36,15 +43,29 @@ def test_template_moved_and_edited() -> None:
 
 
 def test_named_templates_each_get_a_change() -> None:
-    tc = {"chat_template": [{"name": "default", "template": "a"}, {"name": "tool_use", "template": "b"}]}
-    tc2 = {"chat_template": [{"name": "default", "template": "a"}, {"name": "rag", "template": "c"}]}
-    d = diff_files({"tokenizer_config.json": json.dumps(tc).encode()}, {"tokenizer_config.json": json.dumps(tc2).encode()})
+    tc = {
+        "chat_template": [
+            {"name": "default", "template": "a"},
+            {"name": "tool_use", "template": "b"},
+        ]
+    }
+    tc2 = {
+        "chat_template": [{"name": "default", "template": "a"}, {"name": "rag", "template": "c"}]
+    }
+    d = diff_files(
+        {"tokenizer_config.json": json.dumps(tc).encode()},
+        {"tokenizer_config.json": json.dumps(tc2).encode()},
+    )
     got = sorted((c.detail["name"], c.topics[0]) for c in d.changes)
     assert got == [("rag", "chat_template.added"), ("tool_use", "chat_template.removed")]
 
 
 def test_a_broken_tokenizer_config_is_unreadable_not_a_removed_template() -> None:
-    before = {"tokenizer_config.json": json.dumps({"chat_template": TEMPLATE, "bos_token": "<s>"}).encode()}
+    before = {
+        "tokenizer_config.json": json.dumps(
+            {"chat_template": TEMPLATE, "bos_token": "<s>"}
+        ).encode()
+    }
     after = {"tokenizer_config.json": b'{"chat_template": '}
     d = diff_files(before, after)
     topics = sorted(t for c in d.changes for t in c.topics)
@@ -54,8 +75,16 @@ def test_a_broken_tokenizer_config_is_unreadable_not_a_removed_template() -> Non
 
 def test_reserialised_config_and_other_files() -> None:
     cfg = {"model_type": "llama", "hidden_size": 8}
-    before = {"config.json": json.dumps(cfg).encode(), "README.md": b"# v1", ".gitattributes": b"*.bin lfs"}
-    after = {"config.json": json.dumps(cfg, indent=2).encode(), "README.md": b"# v2", "LICENSE": b"MIT"}
+    before = {
+        "config.json": json.dumps(cfg).encode(),
+        "README.md": b"# v1",
+        ".gitattributes": b"*.bin lfs",
+    }
+    after = {
+        "config.json": json.dumps(cfg, indent=2).encode(),
+        "README.md": b"# v2",
+        "LICENSE": b"MIT",
+    }
     d = diff_files(before, after)
     assert [(c.kind.value, c.path, c.topics) for c in d.changes] == [
         ("config", "config.json", ("config.format",)),

@@ -36,24 +36,51 @@ def test_escapes_are_refused_not_rendered_empty(source: str) -> None:
 
 
 RUNAWAY = {
-    "nested_loops": ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "step budget"),
-    "string_doubling": ("{% set ns = namespace(s='a') %}{% for i in range(60) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}", "too large"),
-    "plus_doubling": ("{% set ns = namespace(s='a') %}{% for i in range(60) %}{% set ns.s = ns.s + ns.s %}{% endfor %}", "too large"),
-    "set_block_doubling": ("{% set ns = namespace(s='a') %}{% for i in range(60) %}{% set x %}{{ ns.s }}{{ ns.s }}{% endset %}{% set ns.s = x %}{% endfor %}", "over"),
+    "nested_loops": (
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+        "step budget",
+    ),
+    "string_doubling": (
+        "{% set ns = namespace(s='a') %}{% for i in range(60) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}",
+        "too large",
+    ),
+    "plus_doubling": (
+        "{% set ns = namespace(s='a') %}{% for i in range(60) %}{% set ns.s = ns.s + ns.s %}{% endfor %}",
+        "too large",
+    ),
+    "set_block_doubling": (
+        "{% set ns = namespace(s='a') %}{% for i in range(60) %}{% set x %}{{ ns.s }}{{ ns.s }}{% endset %}{% set ns.s = x %}{% endfor %}",
+        "over",
+    ),
     "repeat": ("{{ 'a' * 1000000000 }}", "too large"),
     "power": ("{{ 2 ** 100000000 }}", "too large"),
-    "int_squaring": ("{% set ns = namespace(n=3) %}{% for i in range(64) %}{% set ns.n = ns.n * ns.n %}{% endfor %}", "too large"),
+    "int_squaring": (
+        "{% set ns = namespace(n=3) %}{% for i in range(64) %}{% set ns.n = ns.n * ns.n %}{% endfor %}",
+        "too large",
+    ),
     "center": ("{{ 'a' | center(1000000000) }}", "too large"),
     "ljust": ("{{ 'a'.ljust(1000000000) }}", "too large"),
     "printf_width": ("{{ '%1000000000s' % 'a' }}", "too large"),
     "format_width": ("{{ '{:>1000000000}'.format('a') }}", "too large"),
     "format_filter": ("{{ '%999999999d' | format(1) }}", "too large"),
-    "shared_list_dag": ("{% set ns = namespace(x=[1]) %}{% for i in range(40) %}{% set ns.x = [ns.x, ns.x] %}{% endfor %}{{ ns.x | tojson }}", ""),
-    "namespace_dag": ("{% set o = namespace(v=1) %}{% for i in range(40) %}{% set o.v = namespace(a=o.v, b=o.v) %}{% endfor %}{{ o.v }}", ""),
-    "exponential_macro": ("{% macro m(n) %}{% if n > 0 %}{{ m(n-1) }}{{ m(n-1) }}{% endif %}{% endmacro %}{{ m(40) }}", "step budget"),
+    "shared_list_dag": (
+        "{% set ns = namespace(x=[1]) %}{% for i in range(40) %}{% set ns.x = [ns.x, ns.x] %}{% endfor %}{{ ns.x | tojson }}",
+        "",
+    ),
+    "namespace_dag": (
+        "{% set o = namespace(v=1) %}{% for i in range(40) %}{% set o.v = namespace(a=o.v, b=o.v) %}{% endfor %}{{ o.v }}",
+        "",
+    ),
+    "exponential_macro": (
+        "{% macro m(n) %}{% if n > 0 %}{{ m(n-1) }}{{ m(n-1) }}{% endif %}{% endmacro %}{{ m(40) }}",
+        "step budget",
+    ),
     "infinite_recursion": ("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}", "recursion"),
     "huge_output": ("{% for i in range(100000) %}{{ 'x' * 100 }}{% endfor %}", "rendered output"),
-    "replace_growth": ("{% set ns = namespace(s='ab') %}{% for i in range(30) %}{% set ns.s = ns.s | replace('a', ns.s) %}{% endfor %}", "too large"),
+    "replace_growth": (
+        "{% set ns = namespace(s='ab') %}{% for i in range(30) %}{% set ns.s = ns.s | replace('a', ns.s) %}{% endfor %}",
+        "too large",
+    ),
     "join_growth": ("{{ range(10000) | join('x' * 100000) }}", "too large"),
     "wordwrap_growth": ("{{ ('a ' * 100000) | wordwrap(1, wrapstring='x' * 10000) }}", "too large"),
     "tojson_indent": ("{{ messages | tojson(indent=100000000) }}", "indent"),
@@ -77,7 +104,10 @@ def test_runaway_templates_stop_quickly(source: str, why: str) -> None:
     [
         ("{% for %}", "template error"),
         ("{% include 'other.jinja' %}", "no loader"),
-        ("{{ raise_exception('Only user and assistant roles are supported!') }}", "Only user and assistant"),
+        (
+            "{{ raise_exception('Only user and assistant roles are supported!') }}",
+            "Only user and assistant",
+        ),
         ("{{ [1, 2] | random }}", "No filter named 'random'"),
         ("{{ lipsum(10) }}", "undefined"),
     ],
@@ -95,7 +125,12 @@ def test_rendering_is_deterministic_and_clock_free() -> None:
     assert by["system_user"].text == f"{FIXED_NOW:%d %b %Y}|<s>|2|null"
     tools = json.loads(by["tool_call"].text.split("|", 3)[3])
     assert tools[0]["function"]["name"] == "get_weather"
-    assert {p.name for p in PROBES} == {"system_user", "multi_turn", "tool_call", "no_generation_prompt"}
+    assert {p.name for p in PROBES} == {
+        "system_user",
+        "multi_turn",
+        "tool_call",
+        "no_generation_prompt",
+    }
 
 
 def test_transformers_features_work() -> None:
@@ -110,14 +145,26 @@ def test_transformers_features_work() -> None:
 
 
 def test_special_tokens_come_from_the_revision() -> None:
-    tc = {"bos_token": {"content": "<s>", "normalized": False}, "eos_token": "</s>", "additional_special_tokens": ["<x>"]}
+    tc = {
+        "bos_token": {"content": "<s>", "normalized": False},
+        "eos_token": "</s>",
+        "additional_special_tokens": ["<x>"],
+    }
     stm = {"eos_token": "<|eot|>"}
-    assert special_tokens(tc, stm) == {"bos_token": "<s>", "eos_token": "<|eot|>", "additional_special_tokens": ["<x>"]}
+    assert special_tokens(tc, stm) == {
+        "bos_token": "<s>",
+        "eos_token": "<|eot|>",
+        "additional_special_tokens": ["<x>"],
+    }
 
 
 def test_a_template_turned_hostile_is_reported_with_its_error() -> None:
-    good = json.dumps({"chat_template": "{% for m in messages %}{{ m.content }}{% endfor %}"}).encode()
-    evil = json.dumps({"chat_template": "{{ cycler.__init__.__globals__.os.system('id') }}"}).encode()
+    good = json.dumps(
+        {"chat_template": "{% for m in messages %}{{ m.content }}{% endfor %}"}
+    ).encode()
+    evil = json.dumps(
+        {"chat_template": "{{ cycler.__init__.__globals__.os.system('id') }}"}
+    ).encode()
     d = diff_files({"tokenizer_config.json": good}, {"tokenizer_config.json": evil})
     c = only(d, "tokenizer_config.json")
     assert c.topics == ("chat_template.changed",)

@@ -34,7 +34,12 @@ def test_vocab_added_tokens_and_pipeline() -> None:
     new["model"]["byte_fallback"] = True
     d = diff_files({"tokenizer.json": dump(old)}, {"tokenizer.json": dump(new)})
     c = only(d, "tokenizer.json")
-    assert set(c.topics) == {"tokenizer.vocab", "tokenizer.added_tokens", "tokenizer.decoder", "tokenizer.pipeline"}
+    assert set(c.topics) == {
+        "tokenizer.vocab",
+        "tokenizer.added_tokens",
+        "tokenizer.decoder",
+        "tokenizer.pipeline",
+    }
     assert c.severity is Severity.HIGH
     assert c.detail["vocab"]["old"]["size"] == 6 and c.detail["vocab"]["new"]["size"] == 7
     assert c.detail["added_tokens"]["added"] == [[7, "<|tool|>", True]]
@@ -52,8 +57,16 @@ def test_decoder_only_is_moderate() -> None:
 
 def test_vocab_files_and_added_tokens_json() -> None:
     d = diff_files(
-        {"tokenizer.model": lfs("a", 10), "vocab.txt": b"[PAD]\n", "added_tokens.json": b'{"<x>": 5}'},
-        {"tokenizer.model": lfs("b", 11), "merges.txt": b"a b\n", "added_tokens.json": b'{"<y>": 5}'},
+        {
+            "tokenizer.model": lfs("a", 10),
+            "vocab.txt": b"[PAD]\n",
+            "added_tokens.json": b'{"<x>": 5}',
+        },
+        {
+            "tokenizer.model": lfs("b", 11),
+            "merges.txt": b"a b\n",
+            "added_tokens.json": b'{"<y>": 5}',
+        },
     )
     assert only(d, "tokenizer.model").topics == ("tokenizer.vocab_file.changed",)
     assert only(d, "vocab.txt").topics == ("tokenizer.vocab_file.removed",)

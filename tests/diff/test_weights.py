@@ -40,7 +40,10 @@ def test_reshard_with_the_same_tensors_is_not_a_tensor_change() -> None:
         "model.safetensors.index.json": json.dumps(
             {
                 "metadata": {"total_size": 100},
-                "weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"},
+                "weight_map": {
+                    "a": "model-00001-of-00002.safetensors",
+                    "b": "model-00002-of-00002.safetensors",
+                },
             }
         ).encode(),
     }
@@ -58,14 +61,22 @@ def test_reshard_with_the_same_tensors_is_not_a_tensor_change() -> None:
     d = diff_files(one, two, headers_before=h1, headers_after=h2)
     t = [c for c in d.changes if c.topics == ("weights.tensors",)]
     assert len(t) == 1 and t[0].path == "model.safetensors.index.json"
-    assert {r["name"]: r["op"] for r in t[0].detail["tensors"]["changes"]} == {"b": "changed", "c": "added"}
+    assert {r["name"]: r["op"] for r in t[0].detail["tensors"]["changes"]} == {
+        "b": "changed",
+        "c": "added",
+    }
 
 
 def test_index_tensor_set_change_is_high() -> None:
     def index(names: list[str], total: int) -> bytes:
-        return json.dumps({"metadata": {"total_size": total}, "weight_map": {n: "a.bin" for n in names}}).encode()
+        return json.dumps(
+            {"metadata": {"total_size": total}, "weight_map": {n: "a.bin" for n in names}}
+        ).encode()
 
-    d = diff_files({"pytorch_model.bin.index.json": index(["x", "y"], 10)}, {"pytorch_model.bin.index.json": index(["x", "z"], 12)})
+    d = diff_files(
+        {"pytorch_model.bin.index.json": index(["x", "y"], 10)},
+        {"pytorch_model.bin.index.json": index(["x", "z"], 12)},
+    )
     c = only(d, "pytorch_model.bin.index.json")
     assert c.topics == ("weights.index.tensors",) and c.severity is Severity.HIGH
     assert c.detail["tensors_added"] == ["z"] and c.detail["tensors_removed"] == ["y"]
@@ -83,7 +94,10 @@ def test_reformatted_index_is_not_an_advisory() -> None:
 
 
 def test_unreadable_index() -> None:
-    d = diff_files({"model.safetensors.index.json": b'{"weight_map": {}}'}, {"model.safetensors.index.json": b"{oops"})
+    d = diff_files(
+        {"model.safetensors.index.json": b'{"weight_map": {}}'},
+        {"model.safetensors.index.json": b"{oops"},
+    )
     c = only(d, "model.safetensors.index.json")
     assert c.topics == ("weights.unreadable",) and c.severity is Severity.MODERATE
     assert "invalid JSON" in c.detail["unreadable"]["head"]

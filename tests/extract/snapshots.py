@@ -70,7 +70,9 @@ def read_tree(folder: Path) -> dict[str, bytes]:
     if not folder.is_dir():
         return {}
     return {
-        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
     }
 
 

@@ -97,11 +97,16 @@ def test_every_corpus_template_is_found(tokenizer_files: dict[str, bytes]) -> No
 def test_weight_manifest_of_a_pickle_reshard(pairs: dict[str, Any]) -> None:
     before, after = pairs["llama2-7b-hf__weights-reshard-bin-3-to-2-shards"]
     b, a = extract_artifacts(snapshot_of(before)), extract_artifacts(snapshot_of(after))
-    assert [f.path for f in b.weights.files] == [f"pytorch_model-0000{i}-of-00003.bin" for i in (1, 2, 3)]
+    assert [f.path for f in b.weights.files] == [
+        f"pytorch_model-0000{i}-of-00003.bin" for i in (1, 2, 3)
+    ]
     assert {f.format for f in a.weights.files} == {"pickle"}
     first = a.weights.by_path()["pytorch_model-00001-of-00002.bin"]
     assert first.size == 9976634558
-    assert first.content_id == "sha256:ee62ed2ad7ded505ae47df50bc6c52916860dfb1c009df4715148cc4bfb50d2f"
+    assert (
+        first.content_id
+        == "sha256:ee62ed2ad7ded505ae47df50bc6c52916860dfb1c009df4715148cc4bfb50d2f"
+    )
     assert first.tensors is None
     wmap = a.weights.index_weight_maps["pytorch_model.bin.index.json"]
     assert wmap["lm_head.weight"] == "pytorch_model-00002-of-00002.bin"
@@ -118,7 +123,10 @@ def test_safetensors_headers_fill_the_manifest() -> None:
         )
     )
     by = arts.weights.by_path()
-    assert by["a.safetensors"].tensors is not None and by["a.safetensors"].tensors[0].shape == (2, 2)
+    assert by["a.safetensors"].tensors is not None and by["a.safetensors"].tensors[0].shape == (
+        2,
+        2,
+    )
     assert by["b.safetensors"].tensors is None
     assert by["c.safetensors"].tensors is None  # no header read: unknown, not an issue
     assert "invalid JSON" in issues(arts)["b.safetensors"]
@@ -131,10 +139,18 @@ def test_safetensors_headers_fill_the_manifest() -> None:
         ({"config.json": b"[1, 2]"}, "config.json", "expected a JSON object"),
         ({"generation_config.json": b"\xff"}, "generation_config.json", "UTF-8"),
         ({"tokenizer.json": b'{"model": []}'}, "tokenizer.json", "model is not an object"),
-        ({"tokenizer_config.json": b'{"chat_template": 5}'}, "tokenizer_config.json", "chat_template"),
+        (
+            {"tokenizer_config.json": b'{"chat_template": 5}'},
+            "tokenizer_config.json",
+            "chat_template",
+        ),
         ({"chat_template.json": b'{"template": "x"}'}, "chat_template.json", "no chat_template"),
         ({"chat_template.jinja": b"\xc3\x28"}, "chat_template.jinja", "UTF-8"),
-        ({"model.safetensors.index.json": b'{"weight_map": [1]}'}, "model.safetensors.index.json", "weight_map"),
+        (
+            {"model.safetensors.index.json": b'{"weight_map": [1]}'},
+            "model.safetensors.index.json",
+            "weight_map",
+        ),
         ({"modeling_x.py": b"x = '\xff'\n"}, "modeling_x.py", "UTF-8"),
         ({"config.json": b"[" * 50 + b"]" * 50}, "config.json", "levels deep"),
     ],
@@ -185,14 +201,18 @@ _WANTED = [
 ]
 _JSONISH = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
     max_leaves=25,
 ).map(lambda v: json.dumps(v).encode())
 
 
 @settings(max_examples=150, database=None)
 @given(
-    st.dictionaries(st.sampled_from(_WANTED), st.binary(max_size=200) | _JSONISH, max_size=len(_WANTED)),
+    st.dictionaries(
+        st.sampled_from(_WANTED), st.binary(max_size=200) | _JSONISH, max_size=len(_WANTED)
+    ),
     st.dictionaries(st.just("model.safetensors"), st.binary(max_size=100) | _JSONISH, max_size=1),
 )
 def test_extraction_never_raises(files: dict[str, bytes], headers: dict[str, bytes]) -> None:

@@ -53,7 +53,10 @@ def test_unknown_but_well_formed_dtype_parses() -> None:
         (b'{"x": {"dtype": "F32", "shape": [1.5], "data_offsets": [0, 4]}}', "bad shape"),
         (b'{"x": {"dtype": "F32", "shape": [true], "data_offsets": [0, 4]}}', "bad shape"),
         (b'{"x": {"dtype": "F32", "shape": "4", "data_offsets": [0, 4]}}', "bad shape"),
-        (b'{"x": {"dtype": "F32", "shape": [' + b"1," * 20 + b'1], "data_offsets": [0, 4]}}', "bad shape"),
+        (
+            b'{"x": {"dtype": "F32", "shape": [' + b"1," * 20 + b'1], "data_offsets": [0, 4]}}',
+            "bad shape",
+        ),
         (b'{"x": {"dtype": "F32", "shape": [1]}}', "data_offsets"),
         (b'{"x": {"dtype": "F32", "shape": [1], "data_offsets": [4, 0]}}', "data_offsets"),
         (b'{"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}}', "does not fit"),
@@ -96,7 +99,13 @@ _SHAPES = st.lists(st.integers(min_value=0, max_value=64), max_size=4)
 
 
 @settings(max_examples=60, database=None)
-@given(st.dictionaries(st.text(min_size=1, max_size=20).filter(lambda s: s != "__metadata__"), st.tuples(_DTYPES, _SHAPES), max_size=8))
+@given(
+    st.dictionaries(
+        st.text(min_size=1, max_size=20).filter(lambda s: s != "__metadata__"),
+        st.tuples(_DTYPES, _SHAPES),
+        max_size=8,
+    )
+)
 def test_valid_headers_round_trip(tensors: dict[str, tuple[str, list[int]]]) -> None:
     parsed = parse_safetensors_header(header(tensors))
     assert {t.name: (t.dtype, list(t.shape)) for t in parsed} == {
@@ -105,11 +114,19 @@ def test_valid_headers_round_trip(tensors: dict[str, tuple[str, list[int]]]) -> 
 
 
 @settings(max_examples=200, database=None)
-@given(st.one_of(st.binary(max_size=300), st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=20,
-).map(lambda v: json.dumps(v).encode())))
+@given(
+    st.one_of(
+        st.binary(max_size=300),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+            lambda inner: (
+                st.lists(inner, max_size=4)
+                | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+            ),
+            max_leaves=20,
+        ).map(lambda v: json.dumps(v).encode()),
+    )
+)
 def test_garbage_only_ever_raises_invalid_content(raw: bytes) -> None:
     with contextlib.suppress(InvalidContent):
         parse_safetensors_header(raw)

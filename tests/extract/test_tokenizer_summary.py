@@ -23,7 +23,10 @@ def bpe(merges: list[Any], **extra: Any) -> dict[str, Any]:
         ],
         "normalizer": {"type": "NFC"},
         "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False},
-        "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>"}}]},
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": "<s>"}}],
+        },
         "decoder": {"type": "ByteLevel"},
         "model": {
             "type": "BPE",
@@ -44,7 +47,11 @@ def test_summary_fields() -> None:
     assert s.merges_count == 1
     assert s.added_tokens == ((0, "<unk>", True), (2, "</s>", True))
     assert json.loads(s.normalizer) == {"type": "NFC"}
-    assert json.loads(s.settings)["model"] == {"type": "BPE", "unk_token": "<unk>", "byte_fallback": False}
+    assert json.loads(s.settings)["model"] == {
+        "type": "BPE",
+        "unk_token": "<unk>",
+        "byte_fallback": False,
+    }
 
 
 def test_merges_format_does_not_matter() -> None:
