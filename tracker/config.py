@@ -78,10 +78,15 @@ class AdvisorySettings:
 
 @dataclass(frozen=True, slots=True)
 class PlannerSettings:
-    cost_card: str | None = None
-    cost_price_per_hour: float | None = None
-    cost_peak_flops: float | None = None
-    cost_efficiency: float | None = None
+    """Cost assumptions; names match tracker.model.plan.CostAssumptions (None: its default)."""
+
+    card_name: str | None = None
+    price_per_hour: float | None = None
+    peak_flops: float | None = None
+    achievable_fraction: float | None = None
+    epochs: int | None = None
+    batch_size: int | None = None
+    samples: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -84,20 +84,13 @@ def pipeline_options(settings: Settings) -> PipelineOptions:
 
 
 def cost_assumptions(settings: Settings) -> Any:
-    """Map ``[planner]`` keys onto the planner's CostAssumptions (unset keys keep its defaults)."""
-    from dataclasses import replace
+    """``[planner]`` keys onto the planner's CostAssumptions (unset keys keep its defaults)."""
+    from dataclasses import asdict, replace
 
     from tracker.planner import CostAssumptions
 
-    base = CostAssumptions()
-    p = settings.planner
-    mapping = {
-        "card": p.cost_card, "price_per_hour": p.cost_price_per_hour,
-        "peak_flops": p.cost_peak_flops, "efficiency": p.cost_efficiency,
-    }
-    names = {f for f in getattr(base, "__dataclass_fields__", {})}
-    updates = {k: v for k, v in mapping.items() if v is not None and k in names}
-    return replace(base, **updates) if updates else base
+    updates = {k: v for k, v in asdict(settings.planner).items() if v is not None}
+    return replace(CostAssumptions(), **updates)
 
 
 def _abspath(source: str) -> str:

@@ -1,0 +1,65 @@
+"""Advisories through the pipeline: ids stable across databases, `fixed` when a later revision
+restores the content, history rewrites mark records, every record valid OSV."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from advisories.schema import validate
+from tests.e2e.cli_helpers import Cli
+from tests.e2e.gitrepo import ModelRepo
+
+TEMPLATE_A = "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}{% endfor %}"
+TEMPLATE_B = "{{ bos_token }}" + TEMPLATE_A
+
+
+def _repo(tmp_path: Path) -> tuple[ModelRepo, list[str]]:
+    repo = ModelRepo(tmp_path / "up")
+    tok = {"bos_token": "<s>", "eos_token": "</s>", "chat_template": TEMPLATE_A}
+    shas = [
+        repo.commit("initial", {"tokenizer_config.json": tok, "README.md": "a"}),
+        repo.commit("template with bos", {"tokenizer_config.json": {**tok, "chat_template": TEMPLATE_B}}),
+        repo.commit("readme", {"README.md": "b"}),
+        repo.commit("revert template", {"tokenizer_config.json": tok}),
+    ]
+    return repo, shas
+
+
+def test_revert_adds_fixed_event_and_ids_are_stable(tmp_path: Path) -> None:
+    repo, shas = _repo(tmp_path)
+    cli = Cli(tmp_path / "one", f"sqlite:///{tmp_path / 'one.db'}")
+    cli.ok("track", str(repo.path), "--as", "org/model")
+    history = {e["sha"]: e for e in cli.ok("history", "org/model", "--json").json()}
+    assert history[shas[0]]["advisory_id"] is None  # the baseline
+    assert history[shas[2]]["advisory_id"] is None  # README only
+    adv_id = history[shas[1]]["advisory_id"]
+    assert adv_id and history[shas[1]]["severity"] == "HIGH"
+    record = cli.ok("advisory", adv_id).json()
+    events = record["affected"][0]["ranges"][0]["events"]
+    assert {"introduced": shas[1]} in events and {"fixed": shas[3]} in events
+    assert record["modified"] >= record["published"]
+    records = cli.ok("advisories", "--json").json()
+    assert {r["id"] for r in records} == {e["advisory_id"] for e in history.values() if e["advisory_id"]}
+    for r in records:
+        validate(r)
+
+    again = Cli(tmp_path / "two", f"sqlite:///{tmp_path / 'two.db'}")
+    again.ok("track", str(repo.path), "--as", "org/model")
+    assert {r["id"] for r in again.ok("advisories", "--json").json()} == {r["id"] for r in records}
+
+
+def test_export_holds_exactly_the_advisories(tmp_path: Path) -> None:
+    import json
+    import zipfile
+
+    repo, _ = _repo(tmp_path)
+    cli = Cli(tmp_path, f"sqlite:///{tmp_path / 'hw.db'}")
+    cli.ok("track", str(repo.path), "--as", "org/model")
+    out = tmp_path / "osv"
+    cli.ok("export", "osv", str(out))
+    ids = {r["id"] for r in cli.ok("advisories", "--json").json()}
+    index = json.loads((out / "all.json").read_text())
+    assert {e["id"] for e in index} == ids
+    assert {p.stem for p in out.glob("*.json")} - {"all"} == ids
+    with zipfile.ZipFile(out / "all.zip") as z:
+        assert {Path(n).stem for n in z.namelist()} == ids
