@@ -60,13 +60,13 @@ def config_topic(keys: tuple[str, ...], old_doc: Any, new_doc: Any) -> str:
             t.CONFIG_AUTO_MAP_REMOVED,
         )
     for names, topic in (
-        (ARCHITECTURE, t.CONFIGARCHITECTURE),
-        (CONTEXT, t.CONFIGCONTEXT),
-        (ROPE, t.CONFIGROPE),
-        (SLIDING, t.CONFIGSLIDING_WINDOW),
-        (DTYPE, t.CONFIGDTYPE),
-        (QUANT, t.CONFIGQUANTIZATION),
-        (TOKEN_IDS, t.CONFIGTOKEN_IDS),
+        (ARCHITECTURE, t.CONFIG_ARCHITECTURE),
+        (CONTEXT, t.CONFIG_CONTEXT),
+        (ROPE, t.CONFIG_ROPE),
+        (SLIDING, t.CONFIG_SLIDING_WINDOW),
+        (DTYPE, t.CONFIG_DTYPE),
+        (QUANT, t.CONFIG_QUANTIZATION),
+        (TOKEN_IDS, t.CONFIG_TOKEN_IDS),
         (CONFIG_BOOKKEEPING, t.CONFIG_BOOKKEEPING),
     ):
         if k in names:
@@ -78,9 +78,9 @@ def generation_topic(keys: tuple[str, ...], old_doc: Any, new_doc: Any) -> str:
     """Topic of a changed generation_config.json field."""
     k = keys[0] if keys else ""
     if k in TOKEN_IDS:
-        return t.GENERATIONTOKEN_IDS
+        return t.GENERATION_TOKEN_IDS
     if k in SAMPLING:
-        return t.GENERATIONSAMPLING
+        return t.GENERATION_SAMPLING
     if k in GENERATION_BOOKKEEPING:
         return t.GENERATION_BOOKKEEPING
     return t.GENERATION_OTHER
@@ -121,9 +121,9 @@ def tokenizer_topic(keys: tuple[str, ...], old_doc: Any, new_doc: Any) -> str:
             t.TOKENIZER_AUTO_MAP_REMOVED,
         )
     if k in ADD_SPECIAL:
-        return t.TOKENIZERADD_SPECIAL
+        return t.TOKENIZER_ADD_SPECIAL
     if k in ADDED_TOKENS:
-        return t.TOKENIZERADDED_TOKENS
+        return t.TOKENIZER_ADDED_TOKENS
     if k in TOKENIZER_BOOKKEEPING:
         return t.TOKENIZER_BOOKKEEPING
     return t.TOKENIZER_CONFIG

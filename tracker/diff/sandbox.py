@@ -7,7 +7,8 @@ proportion to the size of its body), every call, filter, test, attribute lookup 
 intercepted operator costs fuel too, values built by the template are size-checked before
 they are built where that is possible (``*``, ``**``, ``+``, ``%``, width arguments,
 ``replace``, container literals) and after otherwise, and the output is capped. Any breach,
-like any template error, ends the render with an error string: :func:`render` never raises.
+like any template error, ends the render with an error string (the bounds themselves live
+in :mod:`tracker.diff.bounds`); ``probes.render_probes`` never raises.
 
 Access to an unsafe attribute raises here (Jinja's default is an empty undefined), so a
 probing template is refused rather than rendered as if nothing happened. ``strftime_now``
@@ -19,7 +20,6 @@ from __future__ import annotations
 import functools
 import itertools
 import json
-import re
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -34,146 +34,22 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment, safe_range
 from jinja2.utils import Cycler, Joiner, Namespace
 from jinja2.visitor import NodeTransformer
 
-FUEL = 200_000
-MAX_OUTPUT = 64 * 1024  # characters of one rendered prompt
-MAX_VALUE = 256 * 1024  # characters of a string / items of a container the template builds
-MAX_NODES = 100_000  # items of a nested value, shared references counted each time
-MAX_INT_BITS = 4096
-MAX_WIDTH = 10_000  # a format width or precision
-MAX_TEMPLATE_CHARS = 256 * 1024
-MAX_INDENT = 16
+from tracker.diff.bounds import (
+    FUEL,
+    MAX_INT_BITS,
+    MAX_OUTPUT,
+    MAX_TEMPLATE_CHARS,
+    MAX_VALUE,
+    Budget,
+    RenderLimit,
+    check_binop,
+    check_filter,
+    check_format,
+    check_ints,
+    measure,
+)
+
 FIXED_NOW = datetime(2024, 7, 26, 12, 0, tzinfo=UTC)
-_PRINTF = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d*)(?:\.(\*|\d*))?")
-_BRACE_SPEC = re.compile(r"\{[^{}]*:([^{}]*)\}")
-_DIGITS = re.compile(r"\d+")
-_WIDTH_FILTERS = {"center": 1, "indent": 1, "batch": 1, "slice": 1}
-
-
-class RenderLimit(Exception):
-    """The template went over one of the sandbox's bounds."""
-
-
-class _Budget:
-    def __init__(self, fuel: int) -> None:
-        self.fuel = fuel
-
-    def spend(self, n: int = 1) -> None:
-        self.fuel -= n
-        if self.fuel < 0:
-            raise RenderLimit("template exceeded its step budget")
-
-
-def _measure(value: Any, budget: _Budget) -> int:
-    """Items in ``value``, walking containers (and namespaces) iteratively; charged as fuel."""
-    count = 0
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        count += 1
-        if isinstance(item, (str, bytes)):
-            count += len(item) // 64
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple, set, frozenset)):
-            stack.extend(item)
-        elif isinstance(item, range):
-            count += len(item)
-        elif isinstance(item, Namespace):
-            stack.extend(object.__getattribute__(item, "_Namespace__attrs").values())
-        if count > MAX_NODES:
-            raise RenderLimit(f"a value of over {MAX_NODES} items")
-    budget.spend(count)
-    return count
-
-
-def _check_format(fmt: str) -> None:
-    """Refuse printf / str.format widths and precisions that would build huge strings."""
-    for m in _PRINTF.finditer(fmt):
-        for g in m.groups():
-            if g and g != "*" and int(g) > MAX_WIDTH:
-                raise RenderLimit(f"format width {g} is too large")
-    for m in _BRACE_SPEC.finditer(fmt):
-        for d in _DIGITS.findall(m.group(1)):
-            if len(d) > 5 or int(d) > MAX_WIDTH:
-                raise RenderLimit(f"format width {d} is too large")
-
-
-def _check_ints(args: tuple[Any, ...] | list[Any]) -> None:
-    for a in args:
-        if isinstance(a, int) and not isinstance(a, bool) and abs(a) > MAX_VALUE:
-            raise RenderLimit(f"size argument {a} is too large")
-
-
-def _check_binop(op: str, left: Any, right: Any) -> None:
-    sized = (str, bytes, list, tuple)
-    if op == "*":
-        if isinstance(left, sized) and isinstance(right, int):
-            if len(left) * right > MAX_VALUE:
-                raise RenderLimit("sequence repetition is too large")
-        elif isinstance(right, sized) and isinstance(left, int):
-            if len(right) * left > MAX_VALUE:
-                raise RenderLimit("sequence repetition is too large")
-        elif (
-            isinstance(left, int)
-            and isinstance(right, int)
-            and left.bit_length() + right.bit_length() > MAX_INT_BITS
-        ):
-            raise RenderLimit("integer product is too large")
-    elif op == "**":
-        if (
-            isinstance(left, int)
-            and isinstance(right, int)
-            and right > 0
-            and abs(left) > 1
-            and left.bit_length() * right > MAX_INT_BITS
-        ):
-            raise RenderLimit("integer power is too large")
-    elif op == "+":
-        if (
-            isinstance(left, sized)
-            and isinstance(right, sized)
-            and len(left) + len(right) > MAX_VALUE
-        ):
-            raise RenderLimit("concatenation is too large")
-    elif op == "%" and isinstance(left, str):
-        _check_format(left)
-        if "*" in left:
-            _check_ints(list(right) if isinstance(right, tuple) else [right])
-
-
-def _check_filter(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """Bounds for the built-in filters that can amplify their input."""
-    strs = [a for a in args if isinstance(a, str)]
-    if name in _WIDTH_FILTERS:
-        _check_ints(args)
-        _check_ints(list(kwargs.values()))
-    if name == "indent" and strs:
-        width = args[1] if len(args) > 1 else kwargs.get("width", 4)
-        w = len(width) if isinstance(width, str) else width if isinstance(width, int) else 4
-        if len(strs[0]) + (strs[0].count("\n") + 1) * max(w, 0) > MAX_VALUE:
-            raise RenderLimit("indent result is too large")
-    elif name == "wordwrap" and strs:
-        ints = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
-        width = max(ints[0] if ints else kwargs.get("width", 79), 1)
-        wrap = kwargs.get("wrapstring") or (strs[1] if len(strs) > 1 else "\n")
-        if (len(strs[0]) // width + 1) * len(str(wrap)) > MAX_VALUE:
-            raise RenderLimit("wordwrap result is too large")
-    elif name == "replace" and len(strs) >= 3:
-        s, old, new = strs[0], strs[1], strs[2]
-        n = len(s) + 1 if not old else len(s) // len(old)
-        if len(s) + n * len(new) > MAX_VALUE:
-            raise RenderLimit("replace result is too large")
-    elif name == "format" and strs:
-        _check_format(strs[0])
-        if "*" in strs[0]:
-            _check_ints(args)
-    elif name == "tojson":
-        indent = args[1] if len(args) > 1 else kwargs.get("indent")
-        if (isinstance(indent, str) and len(indent) > MAX_INDENT) or (
-            isinstance(indent, int) and indent > MAX_INDENT
-        ):
-            raise RenderLimit("tojson indent is too large")
 
 
 def _tojson(
@@ -198,7 +74,7 @@ def _join(environment: Any, value: Any, d: Any = "", attribute: Any = None) -> s
     parts = []
     for x in items:
         if not isinstance(x, str):
-            _measure(x, environment.budget)
+            measure(x, environment.budget)
         parts.append(str(x))
     if sum(map(len, parts)) + max(len(parts) - 1, 0) * len(sep) > MAX_VALUE:
         raise RenderLimit("join result is too large")
@@ -295,7 +171,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             autoescape=False,
             extensions=[loopcontrols, _GenerationTag],
         )
-        self.budget = _Budget(fuel)
+        self.budget = Budget(fuel)
         self.finalize = self._finalize
         self.filters["tojson"] = _tojson
         self.filters["join"] = _join
@@ -330,7 +206,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
     def _finalize(self, value: Any) -> Any:
         if not isinstance(value, (str, int, float, bool, type(None), Undefined)):
-            _measure(value, self.budget)
+            measure(value, self.budget)
         return self._check_value(value)
 
     def _tick(self, cost: int) -> str:
@@ -340,21 +216,21 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
     def _concat(self, *parts: Any) -> str:
         for p in parts:
             if not isinstance(p, str):
-                _measure(p, self.budget)
+                measure(p, self.budget)
         if sum(len(p) for p in parts if isinstance(p, str)) > MAX_VALUE:
             raise RenderLimit("concatenation is too large")
         return str(self._check_value("".join(str(p) for p in parts)))
 
     def _list(self, *items: Any) -> list[Any]:
-        _measure(items, self.budget)
+        measure(items, self.budget)
         return list(items)
 
     def _tuple(self, *items: Any) -> tuple[Any, ...]:
-        _measure(items, self.budget)
+        measure(items, self.budget)
         return items
 
     def _dict(self, *flat: Any) -> dict[Any, Any]:
-        _measure(flat, self.budget)
+        measure(flat, self.budget)
         return dict(zip(flat[::2], flat[1::2], strict=True))
 
     def _wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -363,8 +239,8 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             self.budget.spend(1)
             for a in (*args, *kwargs.values()):
                 if isinstance(a, (list, tuple, dict, set, frozenset, Namespace)):
-                    _measure(a, self.budget)
-            _check_filter(name, args, kwargs)
+                    measure(a, self.budget)
+            check_filter(name, args, kwargs)
             return self._check_value(fn(*args, **kwargs))
 
         return bounded
@@ -384,13 +260,13 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
     def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
         wrapped = super().wrap_str_format(value)
         if wrapped is not None:
-            _check_format(value.__self__)
+            check_format(value.__self__)
             inner = wrapped
 
             def checked(*args: Any, **kwargs: Any) -> str:
                 if ":{" in value.__self__:
-                    _check_ints(args)
-                    _check_ints(list(kwargs.values()))
+                    check_ints(args)
+                    check_ints(list(kwargs.values()))
                 return str(self._check_value(inner(*args, **kwargs)))
 
             return checked
@@ -398,19 +274,19 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
     def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
         self.budget.spend(1)
-        _check_binop(operator, left, right)
+        check_binop(operator, left, right)
         return self._check_value(super().call_binop(context, operator, left, right))
 
     def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         __self.budget.spend(1)
         for a in (*args, *kwargs.values()):
             if isinstance(a, (list, tuple, dict, set, frozenset, Namespace)):
-                _measure(a, __self.budget)
+                measure(a, __self.budget)
         owner = getattr(__obj, "__self__", None)
         if isinstance(owner, str):
             method = getattr(__obj, "__name__", "")
             if method in ("center", "ljust", "rjust", "zfill"):
-                _check_ints(args)
+                check_ints(args)
             elif method == "expandtabs":
                 tab = args[0] if args else kwargs.get("tabsize", 8)
                 if isinstance(tab, int) and len(owner) * max(tab, 1) > MAX_VALUE:
@@ -436,7 +312,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         return self.from_string(tree)
 
 
-def render_stream(template: Any, context: Mapping[str, Any], budget: _Budget) -> str:
+def render_stream(template: Any, context: Mapping[str, Any], budget: Budget) -> str:
     """Consume the render generator chunk by chunk, stopping at the output cap."""
     out: list[str] = []
     size = 0
