@@ -46,6 +46,10 @@ class OsvUnavailable(HubwatchError):
     """The OSV API could not be asked or gave an answer we cannot use."""
 
 
+#: After a failed look-up, the API is left alone for this long.
+DOWN_SECONDS = 300.0
+
+
 class OsvClient:
     """An httpx client of an OSV API (osv.dev or anything that speaks its v1 API)."""
 
@@ -120,10 +124,13 @@ class OsvClient:
                 versions.append(value)
         if not versions or not self.enabled:
             return []
+        if time.monotonic() < getattr(self, "_down_until", 0.0):
+            return []  # the API failed recently: don't make every revision wait on it
         try:
             results = self.query_batch([("PyPI", "transformers", v) for v in versions])
         except Exception as exc:  # the pipeline must go on without related ids
             log.warning("OSV look-up of transformers %s failed: %s", ", ".join(versions), exc)
+            self._down_until = time.monotonic() + DOWN_SECONDS
             return []
         return sorted({i for ids in results for i in ids})
 

@@ -139,7 +139,8 @@ def check_destination(
 ) -> list[str]:
     """Resolve ``url``'s host and refuse it unless every address is public (or allowed).
 
-    Returns the addresses. ``require_resolution=False`` accepts a name that does not resolve
+    Returns the addresses checked (none for a name when private ones are allowed: nothing
+    is resolved then). ``require_resolution=False`` accepts a name that does not resolve
     now (subscribing ahead of DNS); the check at delivery time always requires it.
     """
     _, host, port = split_url(url)
@@ -149,6 +150,8 @@ def check_destination(
     except ValueError:
         if host.lower().rstrip(".") == "localhost" or host.lower().endswith(".localhost"):
             addresses = ["127.0.0.1"]
+        elif allow_private:
+            return []  # nothing to refuse: the connection itself finds out whether it resolves
         else:
             try:
                 addresses = (resolve or _system_resolver)(host, port)

@@ -4,7 +4,8 @@
 operations: release everything one daemon holds (shutdown), count the daemons that hold
 leases (to share the Hub's request budget), count the backlog (``/metrics``), and, in
 firehose mode, confirm many unchanged repos in one statement. No new table: all of it
-lives on ``repos``.
+lives on ``repos``. And one write the Store has in two halves: a claimed check's outcome
+and the release of its lease, together, without undoing a webhook that came meanwhile.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import func, or_, update
+from sqlalchemy import case, func, or_, update
 from sqlmodel import col, select
 
 from storage.store import Store
@@ -112,7 +114,31 @@ def confirm_unchanged(store: Store, repo_ids: Iterable[str], *, now: datetime, n
     return n
 
 
-def next_check_at(store: Store, repo_id: str) -> datetime | None:
-    """The repo's next check time as stored now (a webhook may have moved it during a check)."""
+def finish_poll(
+    store: Store, repo_id: str, owner: str, *, now: datetime, claimed_next: datetime | None,
+    next_check_at: datetime, error: str | None = None, error_kind: str | None = None, changed: bool = False,
+) -> None:
+    """Record a claimed check's outcome and release its lease, in one statement.
+
+    The next check is ``next_check_at`` unless someone marked the repo due while it was being
+    checked (a webhook, the firehose): then it stays due. Only ``owner``'s lease is dropped.
+    """
+    marked = (col(RepoRow.next_check_at) != claimed_next) & (col(RepoRow.next_check_at) <= now)
+    if claimed_next is None:
+        marked = col(RepoRow.next_check_at).is_not(None) & (col(RepoRow.next_check_at) <= now)
+    mine = col(RepoRow.lease_owner) == owner
+    values: dict[str, Any] = {
+        "last_poll_at": now,
+        "next_check_at": case((marked, col(RepoRow.next_check_at)), else_=next_check_at),
+        "lease_owner": case((mine, None), else_=col(RepoRow.lease_owner)),
+        "lease_expires_at": case((mine, None), else_=col(RepoRow.lease_expires_at)),
+    }
+    if error is None:
+        values.update(last_success_at=now, last_error=None, last_error_kind=None, failures=0)
+        if changed:
+            values["last_change_at"] = now
+    else:
+        values.update(last_error=error[:2000], last_error_kind=error_kind, failures=col(RepoRow.failures) + 1)
     with store.session() as s:
-        return s.exec(select(RepoRow.next_check_at).where(RepoRow.id == repo_id)).first()
+        s.execute(update(RepoRow).where(col(RepoRow.id) == repo_id).values(**values))
+        s.commit()

@@ -11,6 +11,7 @@ In firehose mode one listing read confirms every tracked repo that did not move.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -257,18 +258,20 @@ class Daemon:
         return results
 
     def _drain(self, at: Callable[[], datetime]) -> list[CheckResult]:
+        """Keep ``concurrency`` checks running and as many claimed in the pool's queue (claims come
+        in batches: fewer round trips, and the next repo is ready when a check ends)."""
         results: list[CheckResult] = []
         lags: list[float] = []
         seen: set[str] = set()
         running: set[Future[CheckResult]] = set()
         claiming = True
-        with ThreadPoolExecutor(self.config.concurrency, thread_name_prefix="hubwatch-check") as pool:
+        n = self.config.concurrency
+        with ThreadPoolExecutor(n, thread_name_prefix="hubwatch-check") as pool:
             while True:
                 batch: list[RepoRecord] = []
-                free = self.config.concurrency - len(running)
-                if claiming and free > 0 and not self.stopping.is_set():
+                if claiming and len(running) <= n and not self.stopping.is_set():
                     now = at()
-                    batch = self._claim(now, free)
+                    batch = self._claim(now, 2 * n - len(running))
                     again = [r for r in batch if r.id in seen]
                     if again:  # due again within this cycle (a tiny interval): leave it to the next one
                         claiming = False
@@ -280,7 +283,7 @@ class Daemon:
                     running |= {pool.submit(self._check_one, r, now) for r in batch}
                 if not running:
                     break
-                if not batch or len(running) >= self.config.concurrency:
+                if not batch or len(running) > n:
                     done, running = wait(running, return_when=FIRST_COMPLETED)
                     results += [f.result() for f in done]
         self.stats.queue_lag_seconds = max(lags, default=0.0)
@@ -301,23 +304,32 @@ class Daemon:
             self.stats.in_flight = len(self._inflight)
         return repos
 
-    def _unclaim(self, repo_id: str) -> None:
+    def _forget(self, repo_id: str) -> None:
         with self._state:
             self._inflight.pop(repo_id, None)
             self.stats.in_flight = len(self._inflight)
+
+    def _unclaim(self, repo_id: str) -> None:
+        self._forget(repo_id)
         self.store.release(repo_id, self.owner)
 
     def _check_one(self, repo: RepoRecord, now: datetime) -> CheckResult:
         t0 = time.monotonic()
+        result = CheckResult(repo.id, "cancelled")
+        finished = False
         try:
-            try:
-                result = self._run_check(repo)
-            except CheckCancelled:
-                result = CheckResult(repo.id, "cancelled")
-            if result.status != "cancelled":  # a cancelled repo stays due: the next claim takes it
-                self._record(repo, result, now + timedelta(seconds=time.monotonic() - t0))
+            if self.stopping.is_set():  # claimed, queued, not started: leave it to the next daemon
+                raise CheckCancelled("stopping")
+            result = self._run_check(repo)
+            self._record(repo, result, now + timedelta(seconds=time.monotonic() - t0))  # releases the lease
+            finished = True
+        except CheckCancelled:
+            pass  # still due: the next claim, ours or another daemon's, takes it
         finally:
-            self._unclaim(repo.id)
+            if finished:
+                self._forget(repo.id)
+            else:
+                self._unclaim(repo.id)
         self.stats.add("polls", 1, result.status)
         return result
 
@@ -358,7 +370,10 @@ class Daemon:
             raise CheckCancelled(f"lease on {repo_id} lost")
 
     def _record(self, repo: RepoRecord, result: CheckResult, done: datetime) -> None:
+        """The outcome on the repo's row, its next check, and the lease released: one write."""
         self.stats.add("new_revisions", result.new_revisions)
+        finish = functools.partial(scheduling.finish_poll, self.store, repo.id, self.owner, now=done,
+                                   claimed_next=repo.next_check_at)
         if result.status == "error":
             kind = result.error_kind or "unknown"
             self.stats.add("errors", 1, kind)
@@ -366,17 +381,12 @@ class Daemon:
             if result.retry_after is not None:
                 self._pause(done + timedelta(seconds=min(result.retry_after, self.config.max_backoff_seconds)))
             log.warning("poll repo=%s status=error kind=%s next_in=%ds error=%s", repo.id, kind, delay, result.error)
-            self.store.record_poll(repo.id, now=done, error=result.error or kind, error_kind=kind,
-                                   next_check_at=done + timedelta(seconds=delay))
+            finish(next_check_at=done + timedelta(seconds=delay), error=result.error or kind, error_kind=kind)
             return
         if result.new_revisions:
             log.info("poll repo=%s status=%s new_revisions=%d head=%s", repo.id, result.status,
                      result.new_revisions, (result.head or "")[:12])
-        following = self.next_check(done)
-        marked = scheduling.next_check_at(self.store, repo.id)
-        if marked is not None and marked != repo.next_check_at and marked <= done:
-            following = marked  # a webhook or the firehose marked it due while it was being checked
-        self.store.record_poll(repo.id, now=done, next_check_at=following, changed=result.new_revisions > 0)
+        finish(next_check_at=self.next_check(done), changed=result.new_revisions > 0)
 
     def _pause(self, until: datetime) -> None:
         with self._state:

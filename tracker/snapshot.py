@@ -75,9 +75,6 @@ def _read_small(
     out: dict[str, bytes],
     errors: dict[str, str],
 ) -> None:
-    if entry.lfs_sha256 is not None:
-        errors[entry.path] = f"stored in LFS ({entry.size} bytes); not read"
-        return
     cap = limits.cap_for(entry.path)
     if entry.size > cap:
         errors[entry.path] = f"{entry.size} bytes, over the cap of {cap}"

@@ -116,3 +116,11 @@ def test_history_rewrite() -> None:
     json.dumps(c.detail)
     moved = history_rewrite_change("1" * 40, "2" * 40, [])
     assert moved.topics == ("history.moved",)
+
+
+def test_summaries_stay_one_line_whatever_the_repo_names() -> None:
+    tc = {"chat_template": [{"name": "evil\nname\x1b[31m", "template": "x"}]}
+    d = diff_files(None, {"tokenizer_config.json": json.dumps(tc).encode(), "a\nb.md": b"x" * 5})
+    assert len(d.changes) == 2
+    for c in d.changes:
+        assert "\n" not in c.summary and "\x1b" not in c.summary and len(c.summary) <= 300

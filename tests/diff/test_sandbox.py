@@ -85,6 +85,25 @@ RUNAWAY = {
     "wordwrap_growth": ("{{ ('a ' * 100000) | wordwrap(1, wrapstring='x' * 10000) }}", "too large"),
     "tojson_indent": ("{{ messages | tojson(indent=100000000) }}", "indent"),
     "big_range": ("{{ range(10 ** 9) | list }}", "MAX_RANGE"),
+    "compare_big_values": (
+        "{% set a = namespace(v=1) %}{% set b = namespace(v=1) %}{% for i in range(13) %}"
+        "{% set a.v = [a.v, a.v] %}{% set b.v = [b.v, b.v] %}{% endfor %}"
+        "{% for i in range(100000) %}{% if a.v == b.v %}{% endif %}{% endfor %}",
+        "step budget",
+    ),
+    "slice_copies": (
+        "{% set s = 'x' * 200000 %}{% for i in range(100000) %}{% set t = s[1:] %}{% endfor %}",
+        "step budget",
+    ),
+    "substring_scans": (
+        "{% set s = 'x' * 200000 %}{% for i in range(100000) %}{% if 'y' in s %}{% endif %}{% endfor %}",
+        "step budget",
+    ),
+    "hash_big_keys": (
+        "{% set a = namespace(v=1) %}{% for i in range(14) %}{% set a.v = (a.v, a.v) %}{% endfor %}"
+        "{% set d = {a.v: 1} %}{% for i in range(100000) %}{% if d[a.v] %}{% endif %}{% endfor %}",
+        "step budget",
+    ),
     "deep_parens": ("{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}", "recursion"),
 }
 
@@ -172,3 +191,51 @@ def test_a_template_turned_hostile_is_reported_with_its_error() -> None:
         assert row["old"] and row["new"] is None
         assert row["new_error"].startswith("refused by the sandbox")
     assert "rendered prompt differs on 4 of 4 probes" in c.summary
+
+
+@pytest.fixture(scope="module")
+def corpus_templates() -> dict[str, tuple[str, dict[str, object]]]:
+    from tests.extract.snapshots import CHANGES, TOKENIZERS, read_tree
+
+    out: dict[str, tuple[str, dict[str, object]]] = {}
+    files = {f"tokenizers/{k}": v for k, v in read_tree(TOKENIZERS).items()}
+    files.update(
+        {
+            f"changes/{k}": v
+            for k, v in read_tree(CHANGES).items()
+            if "template" in k or "tokenizer_config" in k
+        }
+    )
+    for name, data in files.items():
+        if name.endswith(".jinja"):
+            out[name] = (data.decode(), {})
+        elif name.endswith(".json"):
+            doc = json.loads(data)
+            if isinstance(doc.get("chat_template"), str):
+                out[name] = (doc["chat_template"], special_tokens(doc, None))
+    return out
+
+
+def test_bounded_rendering_matches_a_plain_sandbox(
+    corpus_templates: dict[str, tuple[str, dict[str, object]]],
+) -> None:
+    """The instrumentation changes nothing for real templates: same prompts as transformers' setup."""
+    from jinja2.ext import loopcontrols
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    from tracker.diff.sandbox import _raise_exception, _strftime_now, _tojson
+
+    plain = ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols]
+    )
+    plain.filters["tojson"] = _tojson
+    plain.globals.update(raise_exception=_raise_exception, strftime_now=_strftime_now)
+    assert len(corpus_templates) >= 20
+    for name, (source, tokens) in corpus_templates.items():
+        template = plain.from_string(source)
+        for probe, got in zip(PROBES, render_probes(source, tokens), strict=True):
+            try:
+                want: str | None = template.render(**tokens, **probe.context())
+            except Exception:
+                want = None
+            assert got.text == want, (name, probe.name, got.error)

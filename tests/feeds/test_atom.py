@@ -52,7 +52,7 @@ def test_feeds_hold_one_entry_per_advisory(store, client) -> None:  # type: igno
         assert e.title.endswith(rec["summary"]) and rec["database_specific"]["severity"] in e.title
         assert e.link == f"http://testserver/advisories/{e.id}"
         assert client.get(e.link).status_code == 200  # the entry's link is a page we serve
-        json_link = [x.href for x in e.links if x.type == "application/json"][0]
+        json_link = next(x.href for x in e.links if x.type == "application/json")
         assert client.get(json_link).json()["id"] == e.id
     # newest first; the feed's updated is the newest entry's
     assert [e.updated for e in every.entries] == sorted((e.updated for e in every.entries), reverse=True)

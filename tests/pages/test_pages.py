@@ -59,6 +59,7 @@ def test_history_page_shows_severities_and_pages(sqlite_store, client) -> None: 
     shown = re.findall(r'href="/repos/org/model/([0-9a-f]{40})"', html)
     assert shown == [r.sha for r in reversed(revs)][:4]
     assert 'class="sev sev-HIGH"' in html
+    assert "1 other change (no severity)" in html  # README-only revisions: listed, not detailed
     seen = list(shown)
     older = re.search(r'id="older" href="([^"]+)"', html)
     while older:
@@ -84,8 +85,8 @@ def test_revision_page_shows_diffs_weights_and_plan(sqlite_store, client) -> Non
 def test_user_text_is_escaped(sqlite_store, client) -> None:  # type: ignore[no-untyped-def]
     from dataclasses import replace
 
-    from tests.api.data import START, changes_for, sha_of
     from storage.records import NewRevision
+    from tests.api.data import START, changes_for, sha_of
     from tracker.model import Change, ChangeKind
 
     seed_history(sqlite_store, n=1)

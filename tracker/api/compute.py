@@ -9,7 +9,7 @@ without them (the routes answer 501).
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any
 
 from fastapi import HTTPException
@@ -84,16 +84,11 @@ def parse_config_body(body: bytes) -> Any:
 
 
 def cost_assumptions(settings: Settings) -> Any:
-    """``[planner]`` keys onto the planner's CostAssumptions (the CLI maps them the same way)."""
+    """``[planner]`` keys onto the planner's CostAssumptions, as the CLI maps them (unset keys: defaults)."""
     from tracker.planner import CostAssumptions
 
-    base = CostAssumptions()
-    p = settings.planner
-    mapping = {"card": p.cost_card, "price_per_hour": p.cost_price_per_hour,
-               "peak_flops": p.cost_peak_flops, "efficiency": p.cost_efficiency}
-    names = set(getattr(base, "__dataclass_fields__", {}))
-    updates = {k: v for k, v in mapping.items() if v is not None and k in names}
-    return replace(base, **updates) if updates else base
+    updates = {k: v for k, v in asdict(settings.planner).items() if v is not None}
+    return replace(CostAssumptions(), **updates)
 
 
 def _plan_delta(settings: Settings, old: Any, new: Any) -> dict[str, Any] | None:

@@ -82,12 +82,12 @@ def rest_router(store: Store, settings: Settings) -> APIRouter:
             raise HTTPException(404, f"{repo_id}: no stored revision {rev!r} (or the prefix is ambiguous)")
         return found
 
-    @router.get("/repos", response_model=list[RepoOut])
+    @router.get("/repos", responses={200: {"model": list[RepoOut]}})
     def list_repos() -> list[dict[str, Any]]:
         return [repo_json(r) for r in store.list_repos()]
 
-    @router.post("/repos", status_code=201, dependencies=writes, response_model=RepoOut,
-                 responses={200: {"description": "already tracked (re-activated)"}})
+    @router.post("/repos", status_code=201, dependencies=writes,
+                 responses={201: {"model": RepoOut}, 200: {"model": RepoOut, "description": "already tracked"}})
     def add_repo(body: RepoIn, response: Response) -> dict[str, Any]:
         repo_id, source, kind = _classify(body)
         record, created = store.add_repo(repo_id, source=source, source_kind=kind, branch=body.branch,
@@ -96,7 +96,7 @@ def rest_router(store: Store, settings: Settings) -> APIRouter:
             response.status_code = 200
         return repo_json(record)
 
-    @router.get("/repos/{org}/{name}", response_model=RepoOut)
+    @router.get("/repos/{org}/{name}", responses={200: {"model": RepoOut}})
     def get_repo(org: str, name: str) -> dict[str, Any]:
         return repo_json(repo_or_404(org, name))
 

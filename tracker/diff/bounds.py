@@ -13,7 +13,7 @@ from typing import Any
 
 from jinja2.utils import Namespace
 
-FUEL = 200_000
+FUEL = 100_000  # real templates use about 1,000 for all four probes
 MAX_OUTPUT = 64 * 1024  # characters of one rendered prompt
 MAX_VALUE = 256 * 1024  # characters of a string / items of a container the template builds
 MAX_NODES = 100_000  # items of a nested value, shared references counted each time

@@ -9,7 +9,9 @@ Severity is left unset; ``advisories.rules.apply_rules`` fills it in from the to
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from tracker.diff import topics as t
 from tracker.diff.code import diff_code
@@ -21,6 +23,8 @@ from tracker.diff.weights import diff_weights, is_weight_index
 from tracker.model import Artifacts, Change, ChangeKind, RevisionDiff
 
 _KIND_ORDER = {k: i for i, k in enumerate(ChangeKind)}
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
+MAX_SUMMARY = 300
 _FORMAT_ONLY = {
     "config.json": (ChangeKind.CONFIG, t.CONFIG_FORMAT),
     "generation_config.json": (ChangeKind.GENERATION_CONFIG, t.GENERATION_FORMAT),
@@ -79,8 +83,15 @@ def diff_artifacts(
     for path, op in sides.changed_paths().items():
         if path not in covered:
             changes.append(_uncovered(path, op, sides))
+    changes = [replace(c, summary=one_line(c.summary)) for c in changes]
     changes.sort(key=lambda c: (_KIND_ORDER[c.kind], c.path, c.topics))
     return RevisionDiff(base=base_sha, head=head_sha, changes=tuple(changes))
+
+
+def one_line(text: str) -> str:
+    """Summaries are one human line: repo-controlled names may hold newlines or escapes."""
+    text = _CONTROL.sub("?", text)
+    return text if len(text) <= MAX_SUMMARY else text[: MAX_SUMMARY - 3] + "..."
 
 
 def history_rewrite_change(old_head: str, new_head: str, lost: Sequence[str]) -> Change:

@@ -4,7 +4,8 @@ Layer 1 (stage 4, diff), pure. Jinja's ``ImmutableSandboxedEnvironment`` (what t
 uses) stops attribute escapes but not a template that loops 10^10 times or doubles a string
 60 times. Here every loop iteration and macro call is charged against a fuel budget (in
 proportion to the size of its body), every call, filter, test, attribute lookup and
-intercepted operator costs fuel too, values built by the template are size-checked before
+intercepted operator costs fuel too, comparisons, slices and hashed keys pay for the size
+of their operands, values built by the template are size-checked before
 they are built where that is possible (``*``, ``**``, ``+``, ``%``, width arguments,
 ``replace``, container literals) and after otherwise, and the output is capped. Any breach,
 like any template error, ends the render with an error string (the bounds themselves live
@@ -20,6 +21,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import operator
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -50,6 +52,16 @@ from tracker.diff.bounds import (
 )
 
 FIXED_NOW = datetime(2024, 7, 26, 12, 0, tzinfo=UTC)
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "gt": operator.gt,
+    "gteq": operator.ge,
+    "lt": operator.lt,
+    "lteq": operator.le,
+    "in": lambda a, b: a in b,
+    "notin": lambda a, b: a not in b,
+}
 
 
 def _tojson(
@@ -158,6 +170,25 @@ class _Instrument(NodeTransformer):
             flat.extend((pair.key, pair.value))
         return self._call("__hw_dict", flat, node)
 
+    def visit_Getitem(self, node: nodes.Getitem) -> nodes.Node:
+        """Jinja slices bypass ``getitem``; a slice copies, so it is routed through a charge."""
+        self.generic_visit(node)
+        if not isinstance(node.arg, nodes.Slice) or node.ctx != "load":
+            return node
+        bounds = [
+            b if b is not None else nodes.Const(None)
+            for b in (node.arg.start, node.arg.stop, node.arg.step)
+        ]
+        return self._call("__hw_slice", [node.node, *bounds], node)
+
+    def visit_Compare(self, node: nodes.Compare) -> nodes.Node:
+        """``a == b``, ``x in y``: cost grows with the operands, so they are measured."""
+        self.generic_visit(node)
+        args: list[nodes.Expr] = [node.expr]
+        for operand in node.ops:
+            args.extend((nodes.Const(operand.op), operand.expr))
+        return self._call("__hw_compare", args, node)
+
 
 class BoundedSandbox(ImmutableSandboxedEnvironment):
     """An ImmutableSandboxedEnvironment whose every render step draws on one fuel budget."""
@@ -191,6 +222,8 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             "__hw_list": self._list,
             "__hw_tuple": self._tuple,
             "__hw_dict": self._dict,
+            "__hw_compare": self._compare,
+            "__hw_slice": self._slice,
         }
 
     # -- accounting -------------------------------------------------------------------
@@ -233,6 +266,24 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         measure(flat, self.budget)
         return dict(zip(flat[::2], flat[1::2], strict=True))
 
+    def _slice(self, obj: Any, start: Any, stop: Any, step: Any) -> Any:
+        value = obj[slice(start, stop, step)]
+        if isinstance(value, (str, bytes, list, tuple)):
+            self.budget.spend(len(value) // 64)
+        return value
+
+    def _compare(self, first: Any, *chain: Any) -> bool:
+        """A comparison chain, evaluated as Python does, after paying for its operands."""
+        for value in (first, *chain[1::2]):
+            if not isinstance(value, (int, float, bool, type(None), Undefined)):
+                measure(value, self.budget)
+        left = first
+        for op, right in zip(chain[::2], chain[1::2], strict=True):
+            if not _COMPARE[op](left, right):
+                return False
+            left = right
+        return True
+
     def _wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
         def bounded(*args: Any, **kwargs: Any) -> Any:
@@ -255,6 +306,8 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
     def getitem(self, obj: Any, argument: Any) -> Any:
         self.budget.spend(1)
+        if isinstance(argument, (tuple, list, dict, Namespace)):
+            measure(argument, self.budget)  # hashing a key walks it
         return super().getitem(obj, argument)
 
     def wrap_str_format(self, value: Any) -> Callable[..., str] | None:

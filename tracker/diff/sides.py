@@ -20,10 +20,17 @@ class Sides:
     head: Artifacts
     base_files: dict[str, FileEntry] = field(init=False)
     head_files: dict[str, FileEntry] = field(init=False)
+    _changed: dict[str, str] = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "base_files", {f.path: f for f in self.base.files})
         object.__setattr__(self, "head_files", {f.path: f for f in self.head.files})
+        changed: dict[str, str] = {}
+        for path in sorted(self.base_files.keys() | self.head_files.keys()):
+            op = self.file_op(path)
+            if op is not None:
+                changed[path] = op
+        object.__setattr__(self, "_changed", changed)
 
     def file_op(self, path: str) -> str | None:
         """``added`` / ``removed`` / ``changed`` by content id, or None when the same."""
@@ -38,12 +45,7 @@ class Sides:
 
     def changed_paths(self) -> dict[str, str]:
         """Every path whose content differs, with its operation, sorted by path."""
-        out: dict[str, str] = {}
-        for path in sorted(self.base_files.keys() | self.head_files.keys()):
-            op = self.file_op(path)
-            if op is not None:
-                out[path] = op
-        return out
+        return dict(self._changed)
 
     def issue(self, side: str, path: str) -> str | None:
         """Why ``path`` could not be parsed on ``side`` (``base`` / ``head``), if it could not."""

@@ -8,7 +8,7 @@ daemon racing on the same repo finds the unique (repo, sha) constraint in its wa
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -166,9 +166,10 @@ def _process_commit(
     base_files = base.files if base is not None else ()
     changes = cover_every_path(diff.changes, base_files, snap.files)
     touched = changed_paths(base_files, snap.files)
+    reported = {c.path for c in changes if any(t.endswith(".unreadable") for t in c.topics)}
     for path, message in sorted(snap.read_errors.items()):
-        if path and path not in touched:
-            continue  # reported when the file arrived or changed, not on every revision
+        if path and (path not in touched or path in reported):
+            continue  # reported once, when the file arrived or changed
         changes.append(Change(kind=ChangeKind.OTHER, path=path or "/", summary=f"not read: {message}",
                               topics=("read.error",)))
     unreachable: tuple[str, ...] = ()
@@ -176,7 +177,12 @@ def _process_commit(
         old_head, lost = rewrite
         changes.insert(0, history_rewrite_change(old_head or "", commit.sha, lost))
         unreachable = lost
-    plan_json, delta_json, plan_change = opts.plan.run(base, head, first=base_sha is None)
+    try:
+        plan_json, delta_json, plan_change = opts.plan.run(base, head, first=base_sha is None)
+    except Exception as e:  # the planner is pure and total, but a poll must survive a bug in it
+        log.warning("plan of %s@%s failed: %s", repo.id, commit.sha[:12], e)
+        error = error or f"plan failed: {type(e).__name__}: {e}"
+        plan_json, delta_json, plan_change = None, None, None
     if plan_change is not None:
         changes.append(plan_change)
     diff = apply_rules(RevisionDiff(base=diff.base, head=diff.head, changes=tuple(changes)))
@@ -189,7 +195,7 @@ def _process_commit(
         parents=commit.parents, committed_at=commit.committed_at, title=commit.title, message=commit.message,
         authors=commit.authors, changes=diff.changes, severity=sev.value if sev else None,
         tree=serialise_tree(snap.files), blobs=blobs, plan=plan_json, plan_delta=delta_json,
-        advisory=advisory, advisory_updates=updates, error=error or _error_summary(snap),
+        advisory=advisory, advisory_updates=updates, error=error or _error_summary(snap, head, touched),
         new_head=commit.sha, unreachable=unreachable,
     )
 
@@ -220,7 +226,12 @@ def _new_blobs(snap: Snapshot) -> dict[str, bytes]:
     return blobs
 
 
-def _error_summary(snap: Snapshot) -> str | None:
+def _error_summary(snap: Snapshot, head: Artifacts, touched: Mapping[str, str]) -> str | None:
+    """What this revision brought that could not be read or parsed (``show``, the API)."""
     if "" in snap.read_errors:
         return snap.read_errors[""]
-    return None
+    issues = [i for i in head.issues if i.path in touched]
+    if not issues:
+        return None
+    text = "; ".join(f"{i.path}: {i.message}" for i in issues[:5])
+    return text[:1000] + (f" (+{len(issues) - 5} more)" if len(issues) > 5 else "")
