@@ -120,16 +120,16 @@ def finish_poll(
 ) -> None:
     """Record a claimed check's outcome and release its lease, in one statement.
 
-    The next check is ``next_check_at`` unless someone marked the repo due while it was being
-    checked (a webhook, the firehose): then it stays due. Only ``owner``'s lease is dropped.
+    The next check is ``next_check_at`` unless someone moved it while the repo was being checked
+    (a webhook or the firehose marked it due, it was tracked again): then theirs stands.
+    Only ``owner``'s lease is dropped.
     """
-    marked = (col(RepoRow.next_check_at) != claimed_next) & (col(RepoRow.next_check_at) <= now)
-    if claimed_next is None:
-        marked = col(RepoRow.next_check_at).is_not(None) & (col(RepoRow.next_check_at) <= now)
+    stored = col(RepoRow.next_check_at)
+    marked = stored.is_not(None) if claimed_next is None else (stored != claimed_next)
     mine = col(RepoRow.lease_owner) == owner
     values: dict[str, Any] = {
         "last_poll_at": now,
-        "next_check_at": case((marked, col(RepoRow.next_check_at)), else_=next_check_at),
+        "next_check_at": case((marked, stored), else_=next_check_at),
         "lease_owner": case((mine, None), else_=col(RepoRow.lease_owner)),
         "lease_expires_at": case((mine, None), else_=col(RepoRow.lease_expires_at)),
     }

@@ -119,15 +119,17 @@ class Store:
                 q = q.where(RepoRow.active == True)  # noqa: E712
             rows = s.exec(q).all()
             counts = dict(
-                s.exec(select(RevisionRow.repo_id, func.count()).group_by(col(RevisionRow.repo_id))).all()
+                s.exec(select(RevisionRow.repo_id, func.max(RevisionRow.seq)).group_by(col(RevisionRow.repo_id))).all()
             )
             return [_repo_record(r, counts.get(r.id, 0)) for r in rows]
 
     def _repo(self, s: Session, repo_id: str) -> RepoRecord:
         row = s.get(RepoRow, repo_id)
         assert row is not None
-        n = s.exec(select(func.count()).select_from(RevisionRow).where(RevisionRow.repo_id == repo_id)).one()
-        return _repo_record(row, int(n))
+        # seq runs 1, 2, ... per repo and revisions are never deleted: max(seq) is the count,
+        # one probe of the (repo_id, seq) index instead of a COUNT(*) over every revision.
+        newest = s.exec(select(func.max(RevisionRow.seq)).where(RevisionRow.repo_id == repo_id)).one()
+        return _repo_record(row, int(newest or 0))
 
     def record_poll(
         self, repo_id: str, *, now: datetime, error: str | None = None, error_kind: str | None = None,
@@ -166,12 +168,15 @@ class Store:
     def claim_due(self, owner: str, *, now: datetime, limit: int, lease_seconds: int) -> list[RepoRecord]:
         """Lease up to ``limit`` due repos to ``owner``; expired leases are taken over.
 
-        On PostgreSQL the candidates are locked with ``FOR UPDATE SKIP LOCKED``, so several
-        daemons never claim the same repo; on SQLite the write lock serialises claims.
+        Candidates are read (on PostgreSQL locked ``FOR UPDATE SKIP LOCKED``, so daemons do
+        not even wait on each other), then each is taken with a conditional UPDATE that only
+        succeeds while the repo is still unleased: two claimers can never both win a repo,
+        on either database.
         """
+        expires = now + timedelta(seconds=lease_seconds)
         with self.session() as s:
             q = (
-                select(RepoRow)
+                select(RepoRow.id)
                 .where(col(RepoRow.active), col(RepoRow.next_check_at) <= now)
                 .where(or_(col(RepoRow.lease_expires_at).is_(None), col(RepoRow.lease_expires_at) < now))
                 .order_by(col(RepoRow.next_check_at))
@@ -179,13 +184,20 @@ class Store:
             )
             if self.dialect == "postgresql":
                 q = q.with_for_update(skip_locked=True)
-            rows = s.exec(q).all()
-            for row in rows:
-                row.lease_owner = owner
-                row.lease_expires_at = now + timedelta(seconds=lease_seconds)
-                s.add(row)
+            candidates = list(s.exec(q).all())
+            won: list[str] = []
+            for repo_id in candidates:
+                res = s.execute(
+                    update(RepoRow)
+                    .where(col(RepoRow.id) == repo_id)
+                    .where(or_(col(RepoRow.lease_expires_at).is_(None), col(RepoRow.lease_expires_at) < now))
+                    .values(lease_owner=owner, lease_expires_at=expires)
+                )
+                if res.rowcount:  # type: ignore[attr-defined]
+                    won.append(repo_id)
             s.commit()
-            return [_repo_record(r, 0) for r in rows]
+            rows = [s.get(RepoRow, repo_id) for repo_id in won]
+            return [_repo_record(r, 0) for r in rows if r is not None]
 
     def renew_lease(self, repo_id: str, owner: str, *, now: datetime, lease_seconds: int) -> bool:
         with self.session() as s:

@@ -113,7 +113,7 @@ def claim_due(store: Store, owner: str, *, now: datetime, limit: int, lease_seco
             .limit(limit)
         )
         if store.dialect == "postgresql":
-            q = q.with_for_update(skip_locked=True, of=DeliveryRow)  # type: ignore[arg-type]
+            q = q.with_for_update(skip_locked=True, of=DeliveryRow)
         rows = s.exec(q).all()
         until = now + timedelta(seconds=lease_seconds)
         out = []

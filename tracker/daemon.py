@@ -146,13 +146,16 @@ class MeteredSource:
 
     def __init__(self, inner: HubSource, daemon: Daemon, repo_id: str, metered: bool):
         self.inner, self.daemon, self.repo_id_, self.metered = inner, daemon, repo_id, metered
+        self.prepaid = 1 if metered else 0  # the claim took the token of the head check
 
-    def _call(self, pages: int = 1) -> None:
+    def _call(self) -> None:
         self.daemon.raise_if_cancelled(self.repo_id_)
         if self.metered:
-            for _ in range(pages):
+            if self.prepaid:
+                self.prepaid -= 1
+            else:
                 self.daemon.budget.acquire(self.daemon.cancel)
-            self.daemon.stats.add("requests", pages)
+            self.daemon.stats.add("requests")
 
     def _got(self, data: bytes) -> bytes:
         self.daemon.stats.add("bytes", len(data))
@@ -280,7 +283,7 @@ class Daemon:
                         batch = [r for r in batch if r.id not in seen]
                     seen.update(r.id for r in batch)
                     lags += [(now - r.next_check_at).total_seconds() for r in batch if r.next_check_at]
-                    running |= {pool.submit(self._check_one, r, now) for r in batch}
+                    running |= {pool.submit(self._check_one, r, at) for r in batch}
                 if not running:
                     break
                 if not batch or len(running) > n:
@@ -289,14 +292,18 @@ class Daemon:
         self.stats.queue_lag_seconds = max(lags, default=0.0)
         return results
 
+    def _paused(self, now: datetime) -> bool:
+        return self._paused_until is not None and now < self._paused_until
+
     def _claim(self, now: datetime, free: int) -> list[RepoRecord]:
-        if self._paused_until is not None and now < self._paused_until:
+        if self._paused(now):
             return []
         room = self.budget.room()
         if room <= 0:
             return []
         repos = self.store.claim_due(self.owner, now=now, limit=min(free, room),
                                      lease_seconds=self.config.lease_seconds)
+        self.budget.spend(sum(r.source_kind == "hub" for r in repos))  # each one's head check
         with self._state:
             for r in repos:
                 self._inflight[r.id] = now
@@ -313,15 +320,14 @@ class Daemon:
         self._forget(repo_id)
         self.store.release(repo_id, self.owner)
 
-    def _check_one(self, repo: RepoRecord, now: datetime) -> CheckResult:
-        t0 = time.monotonic()
+    def _check_one(self, repo: RepoRecord, at: Callable[[], datetime]) -> CheckResult:
         result = CheckResult(repo.id, "cancelled")
         finished = False
         try:
-            if self.stopping.is_set():  # claimed, queued, not started: leave it to the next daemon
-                raise CheckCancelled("stopping")
+            if self.stopping.is_set() or self._paused(at()):  # claimed and queued, not started yet:
+                raise CheckCancelled("stopping or rate limited")  # leave it due for the next claim
             result = self._run_check(repo)
-            self._record(repo, result, now + timedelta(seconds=time.monotonic() - t0))  # releases the lease
+            self._record(repo, result, at())  # releases the lease
             finished = True
         except CheckCancelled:
             pass  # still due: the next claim, ours or another daemon's, takes it
@@ -448,7 +454,7 @@ class Daemon:
         assert self.firehose is not None
         if self._firehose_next is not None and now < self._firehose_next:
             return
-        if (self._paused_until is not None and now < self._paused_until) or self.budget.room() <= 0:
+        if self._paused(now) or self.budget.room() <= 0:
             return
         self._firehose_next = now + timedelta(seconds=self.config.interval_seconds)
         tracked = {r.id: r for r in scheduling.firehose_repos(self.store)}

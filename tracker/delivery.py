@@ -72,7 +72,9 @@ def deliver_pending(
     own_client = client is None
     http = client or httpx.Client(timeout=TIMEOUT, follow_redirects=False)
     try:
-        work = lambda batch: _send_batch(store, settings, http, owner, now, batch, on_outcome)  # noqa: E731
+        def work(batch: list[DueDelivery]) -> int:
+            return _send_batch(store, settings, http, owner, now, batch, on_outcome)
+
         if len(groups) == 1:
             return work(next(iter(groups.values())))
         with ThreadPoolExecutor(max_workers=min(WORKERS, len(groups)), thread_name_prefix="hubwatch-deliver") as pool:

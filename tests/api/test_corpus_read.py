@@ -30,12 +30,12 @@ def corpus(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
         histories[repo] = cli.ok("history", repo, "--json").json()
         advisories[repo] = cli.ok("advisories", repo, "--json").json()
     store = open_store(url)
-    yield TestClient(create_app(store, settings())), histories, advisories
+    yield TestClient(create_app(store, settings())), histories, advisories, cli
     store.close()
 
 
 def test_any_page_size_returns_every_revision_once_newest_first(corpus) -> None:  # type: ignore[no-untyped-def]
-    client, histories, _ = corpus
+    client, histories, _, _ = corpus
     for repo, history in histories.items():
         expected = [e["sha"] for e in history]
         for size in range(1, len(expected) + 2):
@@ -53,7 +53,7 @@ def test_any_page_size_returns_every_revision_once_newest_first(corpus) -> None:
 
 
 def test_every_feed_is_clean_atom(corpus) -> None:  # type: ignore[no-untyped-def]
-    client, _, advisories = corpus
+    client, _, advisories, _ = corpus
     every = check_atom(client.get("/feeds/all.atom").content)
     assert sorted(e.id for e in every.entries) == sorted(a["id"] for recs in advisories.values() for a in recs)
     for repo, records in advisories.items():
@@ -67,15 +67,21 @@ def test_every_feed_is_clean_atom(corpus) -> None:  # type: ignore[no-untyped-de
 
 
 def test_compare_and_plans_on_real_revisions(corpus) -> None:  # type: ignore[no-untyped-def]
-    client, histories, _ = corpus
-    history = histories["mistralai/Mixtral-8x7B-v0.1"]
+    client, histories, _, cli = corpus
+    repo = "mistralai/Mixtral-8x7B-v0.1"
+    history = histories[repo]
     root, head = history[-1]["sha"], history[0]["sha"]
-    diff = client.get(f"/api/v1/repos/mistralai/Mixtral-8x7B-v0.1/compare/{root[:10]}...{head[:10]}").json()
-    assert diff["base"] == root and diff["head"] == head and diff["severity"] in {"CRITICAL", "HIGH"}
-    assert any(c["kind"] == "config" for c in diff["changes"])
-    empty = client.get(f"/api/v1/repos/mistralai/Mixtral-8x7B-v0.1/compare/{head}...{head}").json()
+    diff = client.get(f"/api/v1/repos/{repo}/compare/{root[:10]}...{head[:10]}").json()
+    assert diff["base"] == root and diff["head"] == head
+    same = cli.ok("diff", repo, root, head, "--json").json()  # the API compares as `hubwatch diff` does
+    assert diff["changes"] == same["changes"] and diff["severity"] == same["severity"]
+    assert any(c["kind"] == "config" for c in diff["changes"]) and diff["severity"] is not None
+    assert diff["plan_delta"]  # the architecture changed (mistral -> mixtral): the plan moved
+    empty = client.get(f"/api/v1/repos/{repo}/compare/{head}...{head}").json()
     assert empty["changes"] == [] and empty["severity"] is None
-    plan = client.get("/api/v1/repos/mistralai/Mixtral-8x7B-v0.1/plan").json()
+    bad = client.get(f"/api/v1/repos/{repo}/compare/{head}")
+    assert bad.status_code == 400
+    plan = client.get(f"/api/v1/repos/{repo}/plan").json()
     assert plan["revision"] == head and plan["params"]["total"] > plan["params"]["active"] > 0  # MoE
     posted = client.post("/api/v1/plan", json={
         "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,

@@ -66,7 +66,9 @@ def test_429_retry_after_sets_the_next_check_and_pauses_the_daemon(
     hub.faults.add("rate_limit", route="model_info", retry_after=600, reset=600, times=1)
     d = daemon(concurrency=1)
     now = datetime.now(UTC)
-    (first,) = d.run_once(now)  # the Hub limits the client: no further claims this cycle
+    results = d.run_once(now)  # the Hub limits the client: nothing else starts this cycle
+    (first,) = [r for r in results if r.status != "cancelled"]
+    assert len(results) <= 2  # one more may have been claimed and queued: handed back, still due
     assert first.status == "error" and first.error_kind == "rate_limited" and first.retry_after == 600
     limited = db.get_repo(first.repo)
     assert limited is not None and limited.next_check_at >= now + 600 * S

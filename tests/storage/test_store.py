@@ -117,3 +117,15 @@ def test_mark_due_and_unreachable(store) -> None:  # type: ignore[no-untyped-def
     store.mark_unreachable("org/model", [SHA1], head=SHA2)
     assert store.history("org/model")[0].reachable is False
     assert store.reachable_shas("org/model") == set()
+
+
+def test_concurrent_claims_never_share_a_repo(store) -> None:  # type: ignore[no-untyped-def]
+    from concurrent.futures import ThreadPoolExecutor
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    for i in range(20):
+        store.add_repo(f"org/m{i}", source=f"org/m{i}", source_kind="hub", now=now)
+    with ThreadPoolExecutor(4) as pool:
+        claims = list(pool.map(lambda k: store.claim_due(f"d{k}", now=now, limit=20, lease_seconds=60), range(4)))
+    claimed = [r.id for c in claims for r in c]
+    assert len(claimed) == len(set(claimed)) == 20

@@ -33,7 +33,6 @@ def compare_revisions(store: Store, settings: Settings, repo_id: str, base: Revi
     """The changes between any two stored revisions, with the plan delta between them."""
     try:
         from advisories.rules import apply_rules
-
         from tracker.diff import diff_artifacts
         from tracker.extract import extract_artifacts
     except ImportError as e:

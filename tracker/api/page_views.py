@@ -35,8 +35,8 @@ def view(value: Any, depth: int = 0) -> dict[str, Any]:
         if not value:
             return {"t": "text", "text": "—"}
         items = list(value.items())
-        rows = [(str(k), view(v, depth + 1)) for k, v in items[:MAX_ITEMS]]
-        return {"t": "table", "rows": rows, "more": max(0, len(items) - MAX_ITEMS)}
+        pairs = [(str(k), view(v, depth + 1)) for k, v in items[:MAX_ITEMS]]
+        return {"t": "table", "rows": pairs, "more": max(0, len(items) - MAX_ITEMS)}
     if isinstance(value, list | tuple):
         if not value:
             return {"t": "text", "text": "—"}
@@ -111,14 +111,16 @@ def _count(n: Any) -> str:
     return f"{n:,}" if isinstance(n, int) and not isinstance(n, bool) else "—"
 
 
+def _section(doc: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = doc.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
 def plan_summary(plan: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The headline numbers of a ``plan --json`` document, tolerant of missing parts."""
     if not isinstance(plan, Mapping):
         return None
-    params = plan.get("params") if isinstance(plan.get("params"), Mapping) else {}
-    memory = plan.get("memory_bytes") if isinstance(plan.get("memory_bytes"), Mapping) else {}
-    cards = plan.get("cards") if isinstance(plan.get("cards"), Mapping) else {}
-    cost = plan.get("cost") if isinstance(plan.get("cost"), Mapping) else {}
+    params, memory, cards, cost = (_section(plan, k) for k in ("params", "memory_bytes", "cards", "cost"))
     modes = list(dict.fromkeys(m for c in cards.values() if isinstance(c, Mapping) for m in c))
     return {
         "params": [(k, params.get(k)) for k in ("total", "active", "checkpoint", "delta_pct") if k in params],

@@ -193,7 +193,7 @@ def _classify(body: RepoIn) -> tuple[str, str, str]:
     source = body.source or name
     if source is None:
         raise HTTPException(400, "invalid request: give source (org/name or a git location) or id")
-    if HUB_ID.match(source) and not source.endswith((".git", ".bundle")) and not source.startswith("."):
+    if HUB_ID.match(source) and not source.endswith((".git", ".bundle")):
         if name is not None and name != source:
             raise HTTPException(400, "a Hub repo is tracked under its own id")
         return source, source, "hub"

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from storage.records import RepoRecord, RevisionRecord
+from storage.subscriptions import SubscriptionRecord
 from tracker.model import Change
 
 
@@ -77,8 +78,8 @@ def repo_json(repo: RepoRecord) -> dict[str, Any]:
     }
 
 
-def subscription_json(sub: Any, *, with_secret: bool = False) -> dict[str, Any]:
-    """A webhook subscription (``storage.subscriptions.SubscriptionRecord``); the secret only on creation."""
+def subscription_json(sub: SubscriptionRecord, *, with_secret: bool = False) -> dict[str, Any]:
+    """A webhook subscription; its secret only on creation."""
     out: dict[str, Any] = {
         "id": sub.id,
         "url": sub.url,
