@@ -5,8 +5,13 @@ from __future__ import annotations
 import json
 
 from tests.planner.helpers import CHANGES, load, plan_of
-from tracker.planner import compare, delta_to_json, plan_to_json, render_delta_text, \
-    render_plan_text
+from tracker.planner import (
+    compare,
+    delta_to_json,
+    plan_to_json,
+    render_delta_text,
+    render_plan_text,
+)
 
 
 def _change(name: str) -> tuple[dict[str, object], dict[str, object]]:

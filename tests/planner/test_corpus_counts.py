@@ -60,3 +60,21 @@ def test_checkpoint_delta_is_explained() -> None:
     odd = plan_of(load("FacebookAI__xlm-roberta-base.json"), checkpoint_params=p.params.total + 7)
     assert any(f.id == "checkpoint-param-delta" and f.level.value == "warning"
                for f in odd.findings)
+
+
+def test_checkpoint_scalars_from_safetensors_headers() -> None:
+    from tracker.model.core import TensorInfo, WeightFile, WeightManifest
+    from tracker.planner import checkpoint_scalars
+
+    full = WeightManifest(files=(
+        WeightFile("model-1.safetensors", 10, "sha256:a", "safetensors",
+                   (TensorInfo("a", "BF16", (3, 4)), TensorInfo("b", "F32", (5,)))),
+        WeightFile("model-2.safetensors", 10, "sha256:b", "safetensors",
+                   (TensorInfo("c", "BF16", (2, 2, 2)),)),
+        WeightFile("pytorch_model.bin", 10, "sha256:c", "pickle"),
+    ))
+    assert checkpoint_scalars(full) == 12 + 5 + 8
+    partial = WeightManifest(files=(*full.files,
+                                    WeightFile("model-3.safetensors", 1, "x", "safetensors")))
+    assert checkpoint_scalars(partial) is None
+    assert checkpoint_scalars(WeightManifest()) is None

@@ -33,6 +33,8 @@ def test_unknown_model_type_gets_a_clear_finding_and_no_numbers() -> None:
     {"model_type": "llama", "hidden_size": "4096"},
     {"model_type": "llama", "hidden_size": -5},
     {"model_type": "llama", "hidden_size": 10**30},
+    {"model_type": "llama", "num_hidden_layers": 2**39},  # walked layer by layer: refused
+    {"model_type": "t5", "num_decoder_layers": 10**9},
     {"model_type": "llama", "num_attention_heads": 0},
     {"model_type": "llama", "num_hidden_layers": True},
     {"model_type": "llama", "hidden_size": float("nan")},

@@ -10,7 +10,7 @@ types, ...) are computed the same way, so that the planner sees what transformer
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 from tracker.extract.model_config_families import (
     ALIASES,
@@ -23,6 +23,7 @@ from tracker.extract.model_config_families import (
 from tracker.model.plan import ModelConfig, Quantization, RopeScaling
 
 MAX_DIM = 1 << 40  # no real dimension comes near; bigger is hostile or a typo
+MAX_LAYERS = 4096  # the planner walks layers one by one
 MAX_LIST = 4096
 MAX_STR = 256
 _COMPOSITE_SUBS = {
@@ -31,20 +32,13 @@ _COMPOSITE_SUBS = {
 }
 #: Keys whose value must be a non-negative integer where present (None allowed).
 _INT_KEYS = frozenset(
-    """vocab_size hidden_size num_hidden_layers num_attention_heads num_key_value_heads head_dim
-    intermediate_size max_position_embeddings n_embd n_layer n_head n_inner n_positions d_model
-    n_layers n_heads dim hidden_dim d_ff d_kv num_layers num_heads num_decoder_layers
-    encoder_layers decoder_layers encoder_ffn_dim decoder_ffn_dim encoder_attention_heads
-    decoder_attention_heads num_kv_heads ffn_hidden_size word_embed_proj_dim embedding_size
-    moe_intermediate_size shared_expert_intermediate_size num_local_experts n_routed_experts
-    num_experts num_experts_per_tok n_shared_experts first_k_dense_replace kv_lora_rank
-    q_lora_rank qk_nope_head_dim qk_rope_head_dim v_head_dim type_vocab_size image_size
-    patch_size num_channels projection_dim max_seq_len expansion_ratio decoder_sparse_step
-    max_source_positions max_target_positions num_mel_bins sliding_window rotary_dim
-    max_relative_positions position_buckets conv_kernel_size relative_attention_num_buckets
-    pooler_hidden_size num_labels""".split()
+    ["vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "intermediate_size", "max_position_embeddings", "n_embd", "n_layer", "n_head", "n_inner", "n_positions", "d_model", "n_layers", "n_heads", "dim", "hidden_dim", "d_ff", "d_kv", "num_layers", "num_heads", "num_decoder_layers", "encoder_layers", "decoder_layers", "encoder_ffn_dim", "decoder_ffn_dim", "encoder_attention_heads", "decoder_attention_heads", "num_kv_heads", "ffn_hidden_size", "word_embed_proj_dim", "embedding_size", "moe_intermediate_size", "shared_expert_intermediate_size", "num_local_experts", "n_routed_experts", "num_experts", "num_experts_per_tok", "n_shared_experts", "first_k_dense_replace", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "type_vocab_size", "image_size", "patch_size", "num_channels", "projection_dim", "max_seq_len", "expansion_ratio", "decoder_sparse_step", "max_source_positions", "max_target_positions", "num_mel_bins", "sliding_window", "rotary_dim", "max_relative_positions", "position_buckets", "conv_kernel_size", "relative_attention_num_buckets", "pooler_hidden_size", "num_labels"]
 )
-_CORE = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads")
+_CORE = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "n_layer",
+         "n_layers", "num_layers", "n_embd", "d_model", "dim", "encoder_layers",
+         "decoder_layers", "num_decoder_layers")
+_LAYER_KEYS = frozenset({"num_hidden_layers", "n_layer", "n_layers", "num_layers",
+                         "num_decoder_layers", "encoder_layers", "decoder_layers"})
 
 
 def parse_model_config(config: Any) -> ModelConfig:
@@ -140,7 +134,7 @@ def _clean(v: Any, depth: int) -> Any:
     return _DROP
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -149,7 +143,8 @@ def _check_ints(values: dict[str, Any], issues: list[str]) -> bool:
     fatal = False
     for k in _INT_KEYS:
         v = values.get(k)
-        if _is_int(v) and not 0 <= v <= MAX_DIM:
+        limit = MAX_LAYERS if k in _LAYER_KEYS else MAX_DIM
+        if _is_int(v) and not 0 <= v <= limit:
             issues.append(f"{k}: {v} is out of range")
             values[k] = None
             fatal = fatal or k in _CORE
@@ -291,11 +286,9 @@ def _typed(model_type: str | None, architecture: str | None, family: str, v: dic
 
 
 _HEAD_DIM_IGNORED = frozenset(
-    "gpt2 gpt_neox gptj gpt_bigcode bloom opt mpt falcon bert roberta xlm-roberta distilbert "
-    "deberta-v2 electra bart whisper vit stablelm clip_text_model "
-    "clip_vision_model siglip_vision_model".split()
+    ["gpt2", "gpt_neox", "gptj", "gpt_bigcode", "bloom", "opt", "mpt", "falcon", "bert", "roberta", "xlm-roberta", "distilbert", "deberta-v2", "electra", "bart", "whisper", "vit", "stablelm", "clip_text_model", "clip_vision_model", "siglip_vision_model"]
 )
-_MOE = frozenset("mixtral qwen2_moe qwen3_moe granitemoe deepseek_v2 deepseek_v3 gpt_oss".split())
+_MOE = frozenset(["mixtral", "qwen2_moe", "qwen3_moe", "granitemoe", "deepseek_v2", "deepseek_v3", "gpt_oss"])
 
 
 def _composite(model_type: str | None, architecture: str | None, family: str,

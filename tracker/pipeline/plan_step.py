@@ -8,26 +8,12 @@ from typing import Any
 from tracker.extract.model_config import parse_model_config
 from tracker.model import Artifacts, Change, ChangeKind
 from tracker.planner import compare, delta_to_json, plan, plan_to_json
+from tracker.planner.checkpoint import checkpoint_scalars
 
 
 def checkpoint_params(artifacts: Artifacts | None) -> int | None:
-    """The checkpoint's own scalar count from its safetensors headers, when all were read.
-
-    Only the top-level weights the loader uses count: the shards an index names, else the
-    top-level ``*.safetensors`` files (copies under ``original/`` and the like are ignored).
-    """
-    if artifacts is None:
-        return None
-    shards: set[str] = set()
-    for index_path, weight_map in artifacts.weights.index_weight_maps.items():
-        if index_path.endswith(".safetensors.index.json") and "/" not in index_path:
-            shards.update(weight_map.values())
-    files = [f for f in artifacts.weights.files if f.format == "safetensors" and "/" not in f.path]
-    if shards:
-        files = [f for f in files if f.path in shards]
-    if not files or any(f.tensors is None for f in files):
-        return None
-    return sum(t.numel for f in files for t in (f.tensors or ()))
+    """The checkpoint's own scalar count (safetensors headers), when every header was read."""
+    return None if artifacts is None else checkpoint_scalars(artifacts.weights)
 
 
 @dataclass

@@ -6,6 +6,7 @@ Pure (layer 1): values in, values out, no I/O, no transformers or torch. The lea
 
 from tracker.model.plan import CostAssumptions
 from tracker.planner.build import plan
+from tracker.planner.checkpoint import checkpoint_scalars
 from tracker.planner.compare import compare
 from tracker.planner.render import (
     delta_to_json,
@@ -16,6 +17,7 @@ from tracker.planner.render import (
 
 __all__ = [
     "CostAssumptions",
+    "checkpoint_scalars",
     "compare",
     "delta_to_json",
     "plan",

@@ -55,20 +55,20 @@ def _plan(cfg: ModelConfig, findings: list[Finding], ckpt: int | None,
         f = checkpoint.finding(pct, why)
         if f is not None:
             findings.append(f)
-    mem = memory_plan(cfg, t)
+    specs = layer_specs(cfg)
+    mem = memory_plan(cfg, t, specs)
     fits = cards.fit_cards(mem)
     edge = (t.groups.get("embeddings", 0) + t.groups.get("head", 0)) / total if total else 0.0
     split = cards.split_cards(mem, fits, cfg.num_layers, edge)
     findings += verify.fit_findings(cfg, [f.serve for f in fits],
                                     any(s.mode == "serve" for s in split))
-    specs = layer_specs(cfg)
     width = max((s.q_dim for s in specs), default=cfg.hidden_size)
     estimate = cost.estimate(active, len(specs), width, mem.serve_tokens, a)
     return Plan(
         model_type=cfg.model_type, architecture=cfg.architecture, supported=True,
         params=ParamCount(total, active, ckpt, pct, why,
                           {k: v for k, v in sorted(t.groups.items()) if v}),
-        memory=mem, cards=fits, split=split, structure=build_graph(cfg),
+        memory=mem, cards=fits, split=split, structure=build_graph(cfg, specs),
         findings=tuple(findings), cost=estimate, dims=_dims(cfg, specs),
     )
 

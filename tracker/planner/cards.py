@@ -32,7 +32,7 @@ def largest_batch(capacity: float, fixed: float, per_sample: float) -> int:
     room = capacity - fixed
     if room < per_sample:
         return 0
-    return int(math.floor(room / per_sample))
+    return math.floor(room / per_sample)
 
 
 def modes(mem: MemoryPlan) -> dict[str, tuple[int, int]]:
@@ -68,10 +68,10 @@ def split_cards(mem: MemoryPlan, fits: tuple[CardFit, ...], layers: int,
             if fit.batch(mode) > 0:
                 continue
             best: tuple[int, int] | None = None
-            for cut in range(1, layers):
+            edge = fixed * edge_fraction / 2  # embeddings on the first card, head on the last
+            body = fixed * (1 - edge_fraction)
+            for cut in {layers // 2, (layers + 1) // 2}:  # equal layers: the middle is best
                 share = cut / layers
-                edge = fixed * edge_fraction / 2
-                body = fixed * (1 - edge_fraction)
                 stages = ((edge + body * share, per_sample * share),
                           (edge + body * (1 - share), per_sample * (1 - share)))
                 batch = min(largest_batch(usable(card), f, p) for f, p in stages)

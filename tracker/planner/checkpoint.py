@@ -10,9 +10,30 @@ from __future__ import annotations
 
 from itertools import combinations
 
+from tracker.model.core import WeightManifest
 from tracker.model.plan import Finding, Level, ModelConfig
 from tracker.planner.params import BERTS, DECODERS
 from tracker.planner.tally import Tally
+
+
+def checkpoint_scalars(manifest: WeightManifest) -> int | None:
+    """Scalars in the safetensors files the loader reads, from their headers; None when incomplete.
+
+    Only top-level weights count: the shards a top-level ``*.safetensors.index.json`` names,
+    else the top-level ``*.safetensors`` files (copies under ``original/`` and the like are
+    left out). None when there is no such file or a header was not read, so that a partial
+    sum is never compared with the class's count.
+    """
+    shards: set[str] = set()
+    for index_path, weight_map in manifest.index_weight_maps.items():
+        if index_path.endswith(".safetensors.index.json") and "/" not in index_path:
+            shards.update(weight_map.values())
+    files = [f for f in manifest.files if f.format == "safetensors" and "/" not in f.path]
+    if shards:
+        files = [f for f in files if f.path in shards]
+    if not files or any(f.tensors is None for f in files):
+        return None
+    return sum(t.numel for f in files for t in f.tensors or ())
 
 
 def _candidates(cfg: ModelConfig, t: Tally) -> list[tuple[str, int]]:

@@ -6,7 +6,7 @@ like "KV cache x8; no longer serves on T4".
 
 from __future__ import annotations
 
-from tracker.model.plan import CARD_KEYS, MODES, CardChange, Finding, Plan, PlanDelta
+from tracker.model.plan import CARD_KEYS, MODES, CardChange, Plan, PlanDelta
 
 _CARD_NAMES = {"t4": "T4", "l4": "L4", "a100-40": "A100 40GB", "a100-80": "A100 80GB",
                "h200": "H200"}
@@ -34,10 +34,10 @@ def compare(a: Plan, b: Plan) -> PlanDelta:
             after = cb.batch(mode) if cb else 0
             if before != after:
                 changes.append(CardChange(key, mode, before, after))
-    fa = {(f.id, f.message) for f in a.findings}
-    fb = {(f.id, f.message) for f in b.findings}
-    added = tuple(f for f in b.findings if (f.id, f.message) not in fa)
-    removed = tuple(f for f in a.findings if (f.id, f.message) not in fb)
+    fa = {f.id for f in a.findings}  # by id: a finding whose numbers moved is not new
+    fb = {f.id for f in b.findings}
+    added = tuple(f for f in b.findings if f.id not in fa)
+    removed = tuple(f for f in a.findings if f.id not in fb)
     dims = {k: (a.dims.get(k), b.dims.get(k)) for k in sorted(set(a.dims) | set(b.dims))
             if a.dims.get(k) != b.dims.get(k)}
     if (a.model_type, a.architecture) != (b.model_type, b.architecture):
@@ -92,6 +92,3 @@ def _human(n: int) -> str:
             return f"{n / size:.2f}{unit}"
     return str(n)
 
-
-def findings_equal(a: tuple[Finding, ...], b: tuple[Finding, ...]) -> bool:
-    return {(f.id, f.message) for f in a} == {(f.id, f.message) for f in b}

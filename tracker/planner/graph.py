@@ -13,6 +13,7 @@ from tracker.planner.layers import (
     ENCODER_ONLY,
     LAYERNORM,
     SEQ2SEQ,
+    LayerSpec,
     attention_label,
     layer_specs,
     mlp_label,
@@ -20,8 +21,7 @@ from tracker.planner.layers import (
 from tracker.planner.memory import is_generative, training_tokens
 
 _LEARNED_POSITIONS = frozenset(
-    "gpt2 gpt_bigcode opt bert roberta xlm-roberta distilbert electra deberta-v2 bart "
-    "whisper clip".split()
+    ["gpt2", "gpt_bigcode", "opt", "bert", "roberta", "xlm-roberta", "distilbert", "electra", "deberta-v2", "bart", "whisper", "clip"]
 )
 
 
@@ -33,7 +33,8 @@ class _Nodes:
         self.items.append(GraphNode(len(self.items) + 1, name, type_, tuple(shape)))
 
 
-def build_graph(cfg: ModelConfig) -> tuple[GraphNode, ...]:
+def build_graph(cfg: ModelConfig,
+                specs: tuple[LayerSpec, ...] | None = None) -> tuple[GraphNode, ...]:
     """The structure table of a supported config (empty for an unsupported one)."""
     if cfg.family is None or cfg.fatal:
         return ()
@@ -50,7 +51,7 @@ def build_graph(cfg: ModelConfig) -> tuple[GraphNode, ...]:
         n.add("Embedding", "Embedding", 1, s, h)
         if fam in _LEARNED_POSITIONS:
             n.add("Positional_Embedding", "Learned Pos Embed", 1, s, h)
-    specs = layer_specs(cfg)
+    specs = layer_specs(cfg) if specs is None else specs
     norm = "LayerNorm" if fam in LAYERNORM else "RMSNorm"
     if fam in ENCODER_ONLY:
         for i, spec in enumerate(specs, 1):  # post-norm, as the seed pages draw it
@@ -60,17 +61,25 @@ def build_graph(cfg: ModelConfig) -> tuple[GraphNode, ...]:
             n.add(f"FFN_{i}", mlp_label(spec), 1, s, h)
         n.add("Output", "Output", 1, s, h)
         return tuple(n.items)
+    shape = (1, s, h)
+    items, append = n.items, n.items.append
+    labels: dict[int, tuple[str, str]] = {}
     for i, spec in enumerate(specs, 1):
-        prefix = ("Encoder_" if spec.stack == "encoder" else "Decoder_") if fam in SEQ2SEQ else ""
-        n.add(f"{prefix}{norm}_{i}_1", norm, 1, s, h)
-        n.add(f"{prefix}Attention_{i}", attention_label(spec), 1, s, h)
-        n.add(f"{prefix}Add_{i}_1", "Add", 1, s, h)
+        lab = labels.get(id(spec))
+        if lab is None:
+            lab = labels[id(spec)] = (attention_label(spec), mlp_label(spec))
+        p = ("Encoder_" if spec.stack == "encoder" else "Decoder_") if fam in SEQ2SEQ else ""
+        k = len(items)
+        append(GraphNode(k + 1, f"{p}{norm}_{i}_1", norm, shape))
+        append(GraphNode(k + 2, f"{p}Attention_{i}", lab[0], shape))
+        append(GraphNode(k + 3, f"{p}Add_{i}_1", "Add", shape))
         if spec.cross:
-            n.add(f"{prefix}Cross_Attention_{i}", "Cross Attention", 1, s, h)
-            n.add(f"{prefix}Add_{i}_2", "Add", 1, s, h)
-        n.add(f"{prefix}{norm}_{i}_2", norm, 1, s, h)
-        n.add(f"{prefix}FFN_{i}", mlp_label(spec), 1, s, h)
-        n.add(f"{prefix}Add_{i}_3" if spec.cross else f"{prefix}Add_{i}_2", "Add", 1, s, h)
+            append(GraphNode(k + 4, f"{p}Cross_Attention_{i}", "Cross Attention", shape))
+            append(GraphNode(k + 5, f"{p}Add_{i}_2", "Add", shape))
+            k += 2
+        append(GraphNode(k + 4, f"{p}{norm}_{i}_2", norm, shape))
+        append(GraphNode(k + 5, f"{p}FFN_{i}", lab[1], shape))
+        append(GraphNode(k + 6, f"{p}Add_{i}_{3 if spec.cross else 2}", "Add", shape))
     n.add(f"{norm}_Final", norm, 1, s, h)
     if is_generative(cfg):
         n.add("LM_Head", "Linear", 1, s, cfg.vocab_size)

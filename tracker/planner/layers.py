@@ -13,14 +13,12 @@ from tracker.model.plan import ModelConfig
 from tracker.planner.params import BERTS
 
 GATED = frozenset(
-    "llama mistral mixtral qwen2 qwen2_moe qwen3 qwen3_moe gemma gemma2 gemma3_text phi3 "
-    "stablelm olmo olmo2 cohere granite granitemoe deepseek_v2 deepseek_v3 gpt_oss".split()
+    ["llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "phi3", "stablelm", "olmo", "olmo2", "cohere", "granite", "granitemoe", "deepseek_v2", "deepseek_v3", "gpt_oss"]
 )
 ENCODER_ONLY = BERTS | {"distilbert", "deberta-v2", "electra", "vit", "clip"}
 SEQ2SEQ = frozenset({"t5", "mt5", "bart", "whisper"})
 LAYERNORM = frozenset(
-    "gpt2 gpt_neox gptj gpt_bigcode falcon bloom opt mpt stablelm starcoder2 phi cohere bert "
-    "roberta xlm-roberta distilbert deberta-v2 electra bart whisper vit clip".split()
+    ["gpt2", "gpt_neox", "gptj", "gpt_bigcode", "falcon", "bloom", "opt", "mpt", "stablelm", "starcoder2", "phi", "cohere", "bert", "roberta", "xlm-roberta", "distilbert", "deberta-v2", "electra", "bart", "whisper", "vit", "clip"]
 )
 
 
@@ -63,21 +61,26 @@ def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
     ffn = 4 * h if fam == "mpt" else cfg.intermediate_size
     norms = {"gemma2": 4, "gemma3_text": 4, "gptj": 1, "phi": 1, "cohere": 1}.get(fam, 2)
     sparse = _sparse_layers(cfg)
+    kinds: dict[tuple[int | None, bool], LayerSpec] = {}  # layers of one kind share a spec
     out: list[LayerSpec] = []
+    types, n_types = cfg.layer_types, len(cfg.layer_types)
     for i in range(cfg.num_layers):
         window = None
-        if cfg.sliding_window and (not cfg.layer_types or (
-                i < len(cfg.layer_types) and cfg.layer_types[i] == "sliding_attention")):
+        if cfg.sliding_window and (not types or (
+                i < n_types and types[i] == "sliding_attention")):
             window = cfg.sliding_window
         moe = i in sparse
-        out.append(LayerSpec(
-            stack=stack, attention=kind, hidden=h, q_dim=heads * hd, k_dim=kv * hd,
-            v_dim=kv * hd, kv_per_token=2 * kv * hd, window=window,
-            mlp="moe" if moe else mlp,
-            ffn=_moe_ffn(cfg) if moe else ffn, experts=cfg.num_experts if moe else 0,
-            top_k=cfg.experts_per_token if moe else 0,
-            shared_ffn=cfg.get_int("shared_expert_intermediate_size") if moe else 0,
-            norms=norms))
+        spec = kinds.get((window, moe))
+        if spec is None:
+            spec = kinds[(window, moe)] = LayerSpec(
+                stack=stack, attention=kind, hidden=h, q_dim=heads * hd, k_dim=kv * hd,
+                v_dim=kv * hd, kv_per_token=2 * kv * hd, window=window,
+                mlp="moe" if moe else mlp,
+                ffn=_moe_ffn(cfg) if moe else ffn, experts=cfg.num_experts if moe else 0,
+                top_k=cfg.experts_per_token if moe else 0,
+                shared_ffn=cfg.get_int("shared_expert_intermediate_size") if moe else 0,
+                norms=norms)
+        out.append(spec)
     return tuple(out)
 
 
@@ -104,16 +107,16 @@ def _mla(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
     qk = v("qk_nope_head_dim") + v("qk_rope_head_dim")
     sparse = _sparse_layers(cfg)
     shared = _moe_ffn(cfg) * (cfg.get_opt_int("n_shared_experts") or 0)
-    return tuple(
-        LayerSpec(stack="decoder", attention="mla", hidden=h, q_dim=heads * qk,
-                  k_dim=heads * qk, v_dim=heads * v("v_head_dim"),
-                  kv_per_token=v("kv_lora_rank") + v("qk_rope_head_dim"), window=None,
-                  mlp="moe" if i in sparse else "gated",
-                  ffn=_moe_ffn(cfg) if i in sparse else cfg.intermediate_size,
-                  experts=cfg.num_experts if i in sparse else 0,
-                  top_k=cfg.experts_per_token if i in sparse else 0,
-                  shared_ffn=shared if i in sparse else 0)
-        for i in range(cfg.num_layers))
+    specs = {moe: LayerSpec(stack="decoder", attention="mla", hidden=h, q_dim=heads * qk,
+                            k_dim=heads * qk, v_dim=heads * v("v_head_dim"),
+                            kv_per_token=v("kv_lora_rank") + v("qk_rope_head_dim"), window=None,
+                            mlp="moe" if moe else "gated",
+                            ffn=_moe_ffn(cfg) if moe else cfg.intermediate_size,
+                            experts=cfg.num_experts if moe else 0,
+                            top_k=cfg.experts_per_token if moe else 0,
+                            shared_ffn=shared if moe else 0)
+             for moe in (False, True)}
+    return tuple(specs[i in sparse] for i in range(cfg.num_layers))
 
 
 def _seq2seq(cfg: ModelConfig) -> tuple[LayerSpec, ...]:

@@ -47,7 +47,13 @@ def is_generative(cfg: ModelConfig) -> bool:
 
 def activations(cfg: ModelConfig, specs: tuple[LayerSpec, ...], s: int) -> int:
     """Activation bytes one training sample keeps for the backward pass."""
-    total = sum(layer_activations(spec, s) for spec in specs)
+    per_spec: dict[int, int] = {}  # layers of one kind share their spec object
+    total = 0
+    for spec in specs:
+        key = id(spec)
+        if key not in per_spec:
+            per_spec[key] = layer_activations(spec, s)
+        total += per_spec[key]
     h = cfg.hidden_size
     total += 6 * s * h  # embeddings output, final norm
     if is_generative(cfg):
@@ -107,9 +113,10 @@ def stored_weight_bytes(cfg: ModelConfig, t: Tally) -> int:
     return int(t.total * per)
 
 
-def memory_plan(cfg: ModelConfig, t: Tally) -> MemoryPlan:
+def memory_plan(cfg: ModelConfig, t: Tally,
+                specs: tuple[LayerSpec, ...] | None = None) -> MemoryPlan:
     """Batch-1 memory of every mode, split into what is fixed and what grows per sample."""
-    specs = layer_specs(cfg)
+    specs = layer_specs(cfg) if specs is None else specs
     s, serve = training_tokens(cfg), serve_tokens(cfg)
     cross = 0
     if cfg.family in ("t5", "mt5", "bart", "whisper"):

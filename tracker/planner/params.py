@@ -23,9 +23,7 @@ from tracker.planner.params_seq2seq import count_bart, count_t5, count_whisper
 from tracker.planner.tally import Tally
 
 DECODERS = frozenset(
-    "llama mistral mixtral qwen2 qwen2_moe qwen3 qwen3_moe gemma gemma2 gemma3_text phi phi3 "
-    "gpt2 gpt_neox gptj gpt_bigcode falcon bloom opt mpt stablelm starcoder2 olmo olmo2 cohere "
-    "granite granitemoe deepseek_v2 deepseek_v3 gpt_oss".split()
+    ["llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "phi", "phi3", "gpt2", "gpt_neox", "gptj", "gpt_bigcode", "falcon", "bloom", "opt", "mpt", "stablelm", "starcoder2", "olmo", "olmo2", "cohere", "granite", "granitemoe", "deepseek_v2", "deepseek_v3", "gpt_oss"]
 )
 BERTS = frozenset({"bert", "roberta", "xlm-roberta"})
 ENCODERS = BERTS | {"distilbert", "deberta-v2", "electra", "vit"}
@@ -55,9 +53,7 @@ def count_params(cfg: ModelConfig) -> Counted:
     elif fam in ("t5", "mt5"):
         enc_only = arch.endswith(("EncoderModel", "ForTokenClassification"))
         count_t5(cfg, t, encoder_only=enc_only)
-        if arch.endswith("ForTokenClassification"):
-            t.linear("head", cfg.hidden_size, _labels(cfg), bias=True, lora=False)
-        elif arch.endswith("ForQuestionAnswering"):
+        if arch.endswith("ForTokenClassification") or arch.endswith("ForQuestionAnswering"):
             t.linear("head", cfg.hidden_size, _labels(cfg), bias=True, lora=False)
         else:
             _seq2seq_head(cfg, arch, t, notes, lm=arch.endswith("ForConditionalGeneration"))
@@ -79,6 +75,8 @@ def count_params(cfg: ModelConfig) -> Counted:
         _clip(cfg, arch, t, notes)
     elif fam in ("clip_text_model", "clip_vision_model", "siglip_vision_model"):
         count_clip_tower(cfg, t)
+        if arch.endswith("WithProjection"):
+            t.linear("head", cfg.hidden_size, cfg.get_int("projection_dim", 512), lora=False)
     return Counted(t, tuple(notes))
 
 
@@ -145,12 +143,8 @@ def _encoder(cfg: ModelConfig, arch: str, t: Tally, notes: list[str]) -> None:
         count_deberta(cfg, t)
     elif fam == "vit":
         count_vit(cfg, t, mask_token=arch.endswith("ForMaskedImageModeling"))
-
-    def pooler() -> None:
-        t.linear("head", h, h, bias=True, lora=False)
-
     if fam in BERTS:
-        _bert_head(cfg, arch, t, notes, pooler)
+        _bert_head(cfg, arch, t, notes)
     elif fam == "distilbert":
         _distilbert_head(cfg, arch, t, notes)
     elif fam == "electra":
@@ -183,35 +177,35 @@ def _mlm(cfg: ModelConfig, t: Tally, width: int, shared_bias: bool = True) -> No
     t.add("head", cfg.vocab_size)
 
 
-def _bert_head(cfg: ModelConfig, arch: str, t: Tally, notes: list[str], pooler: object) -> None:
+def _bert_head(cfg: ModelConfig, arch: str, t: Tally, notes: list[str]) -> None:
+    """bert / roberta / xlm-roberta heads; a pooler (dense h x h) where the class has one.
+
+    RoBERTa's sequence classifier has its own dense layer instead of the pooler: same size.
+    """
     h, labels = cfg.hidden_size, _labels(cfg)
-    roberta = cfg.family != "bert"
-    add_pool = callable(pooler)
-    if arch.endswith(("Model",)) and not arch.endswith(("LMHeadModel",)) or not arch:
-        if add_pool:
-            t.linear("head", h, h, bias=True, lora=False)
+
+    def dense(out: int) -> None:
+        t.linear("head", h, out, bias=True, lora=False)
+
+    if not arch or (arch.endswith("Model") and not arch.endswith("LMHeadModel")):
+        dense(h)
     elif arch.endswith(("ForMaskedLM", "ForCausalLM", "LMHeadModel")):
         _mlm(cfg, t, h)
     elif arch.endswith("ForPreTraining"):
-        t.linear("head", h, h, bias=True, lora=False)
+        dense(h)
         _mlm(cfg, t, h)
-        t.linear("head", h, 2, bias=True, lora=False)
+        dense(2)
     elif arch.endswith("ForSequenceClassification"):
-        if roberta:
-            t.linear("head", h, h, bias=True, lora=False)
-        else:
-            t.linear("head", h, h, bias=True, lora=False)  # pooler
-        t.linear("head", h, labels, bias=True, lora=False)
-    elif arch.endswith("ForTokenClassification"):
-        t.linear("head", h, labels, bias=True, lora=False)
-    elif arch.endswith("ForQuestionAnswering"):
-        t.linear("head", h, labels, bias=True, lora=False)
+        dense(h)
+        dense(labels)
+    elif arch.endswith(("ForTokenClassification", "ForQuestionAnswering")):
+        dense(labels)
     elif arch.endswith("ForMultipleChoice"):
-        t.linear("head", h, h, bias=True, lora=False)
-        t.linear("head", h, 1, bias=True, lora=False)
+        dense(h)
+        dense(1)
     elif arch.endswith("ForNextSentencePrediction"):
-        t.linear("head", h, h, bias=True, lora=False)
-        t.linear("head", h, 2, bias=True, lora=False)
+        dense(h)
+        dense(2)
     else:
         notes.append(f"head of {arch} unknown; counted the base model only")
 
@@ -247,9 +241,7 @@ def _electra_head(cfg: ModelConfig, arch: str, t: Tally, notes: list[str]) -> No
     elif arch.endswith("ForSequenceClassification"):
         t.linear("head", h, h, bias=True, lora=False)
         t.linear("head", h, labels, bias=True, lora=False)
-    elif arch.endswith("ForTokenClassification"):
-        t.linear("head", h, labels, bias=True, lora=False)
-    elif arch.endswith("ForQuestionAnswering"):
+    elif arch.endswith("ForTokenClassification") or arch.endswith("ForQuestionAnswering"):
         t.linear("head", h, labels, bias=True, lora=False)
     elif arch.endswith("ForMultipleChoice"):
         t.linear("head", h, h, bias=True, lora=False)  # sequence summary projection
@@ -267,9 +259,7 @@ def _deberta_head(cfg: ModelConfig, arch: str, t: Tally, notes: list[str]) -> No
         t.linear("head", ph, ph, bias=True, lora=False)  # ContextPooler
         out = 1 if arch.endswith("ForMultipleChoice") else labels
         t.linear("head", h, out, bias=True, lora=False)  # its output_dim is hidden_size
-    elif arch.endswith("ForTokenClassification"):
-        t.linear("head", h, labels, bias=True, lora=False)
-    elif arch.endswith("ForQuestionAnswering"):
+    elif arch.endswith("ForTokenClassification") or arch.endswith("ForQuestionAnswering"):
         t.linear("head", h, labels, bias=True, lora=False)
     elif arch and not arch.endswith("Model"):
         notes.append(f"head of {arch} unknown; counted the base model only")

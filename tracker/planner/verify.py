@@ -12,8 +12,7 @@ from tracker.planner.layers import SEQ2SEQ
 DEPTH_SCALED_INIT = frozenset({"gpt2", "gpt_bigcode"})
 DEEP_STACK = 12
 _HEAD_DIM_FROM_HIDDEN = frozenset(
-    "gpt2 gpt_neox gptj gpt_bigcode bloom opt mpt falcon bert roberta xlm-roberta distilbert "
-    "deberta-v2 electra bart whisper vit stablelm clip".split()
+    ["gpt2", "gpt_neox", "gptj", "gpt_bigcode", "bloom", "opt", "mpt", "falcon", "bert", "roberta", "xlm-roberta", "distilbert", "deberta-v2", "electra", "bart", "whisper", "vit", "stablelm", "clip"]
 )
 
 

@@ -1,28 +1,24 @@
-"""Layer 3: when to check what. APScheduler drives ``Daemon.run_once(now)``; state lives in the DB.
+"""Layer 3 (daemon): the scheduler. APScheduler drives ``Daemon.run_once(now)``; state lives in the DB.
 
-Due repos are claimed from the database with leases (``FOR UPDATE SKIP LOCKED`` on
-PostgreSQL) and renewed while a check runs, so several daemons share one database without
-doing anything twice and a killed daemon's repos return to the pool when its leases expire.
-Errors back off per repo; a 429 pauses the whole daemon for its Retry-After (the Hub limits
-the client, not the repo); every Hub request takes a token from a sliding 5-minute budget
-shared by the daemons holding leases, and next checks are spread so the tracked set fits it.
-In firehose mode one listing read confirms every tracked repo that did not move.
+A cycle: share the request budget among the busy daemons and stretch the interval when the
+tracked set does not fit it; in firehose mode read the model listing first; then claim due
+repos (leases, ``FOR UPDATE SKIP LOCKED`` on PostgreSQL) and check them, ``concurrency`` at
+a time, until none is due, the budget is spent, the Hub said 429, or the daemon stops. Each
+outcome is written with the lease's release in one statement; errors back off per repo.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import math
 import os
 import random
 import socket
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -31,16 +27,18 @@ from sqlalchemy.exc import DBAPIError
 from storage import scheduling
 from storage.records import RepoRecord
 from storage.store import Store
+from tracker.daemon.budget import CheckCancelled, RequestBudget, budget_fit
+from tracker.daemon.coverage import FirehoseCoverage
+from tracker.daemon.metered import MeteredSource
+from tracker.daemon.stats import DaemonStats
 from tracker.errors import RateLimited, SourceError
 from tracker.hub.firehose import Firehose
-from tracker.hub.interface import CommitListing, HubSource
-from tracker.model import FileEntry
 from tracker.pipeline import CheckResult, PipelineOptions, check_repo
 from tracker.pipeline.sources import SourceFactory
 
 log = logging.getLogger("hubwatch.daemon")
 
-BUDGET_WINDOW = 300.0  # seconds: the Hub's rate-limit window
+#: Errors that will not go away by themselves: these back off to ``max_backoff_seconds``.
 PERMANENT_KINDS = frozenset({"not_found", "gated", "revision_not_found", "invalid"})
 
 CheckFn = Callable[..., CheckResult]
@@ -57,144 +55,6 @@ class DaemonConfig:
     firehose: bool = False
     tick_seconds: float = 5.0  # how often APScheduler looks for due repos
     shutdown_grace_seconds: float = 15.0  # running checks may finish this long after SIGTERM
-
-
-class CheckCancelled(Exception):
-    """Raised inside a check when the daemon stops or lost the repo's lease: nothing half-done
-    is recorded (each revision is one transaction), the lease is released."""
-
-
-class RequestBudget:
-    """A sliding 5-minute window of Hub requests. ``acquire`` waits for room, so the window
-    never holds more than ``per_window`` (a fixed-window limit of that size is then kept)."""
-
-    def __init__(self, per_window: int, clock: Callable[[], float] = time.monotonic):
-        self.per_window = per_window
-        self.clock = clock
-        self.sent: deque[float] = deque()
-        self.cond = threading.Condition()
-
-    def _trim(self) -> None:
-        cutoff = self.clock() - BUDGET_WINDOW
-        while self.sent and self.sent[0] <= cutoff:
-            self.sent.popleft()
-
-    def room(self) -> int:
-        with self.cond:
-            self._trim()
-            return max(0, self.per_window - len(self.sent))
-
-    def spend(self, n: int = 1) -> None:
-        with self.cond:
-            self.sent.extend([self.clock()] * n)
-
-    def acquire(self, cancel: threading.Event) -> None:
-        """Take one request token, waiting for the oldest to leave the window when none is left."""
-        while True:
-            with self.cond:
-                self._trim()
-                if len(self.sent) < self.per_window:
-                    self.sent.append(self.clock())
-                    return
-                wait = self.sent[0] + BUDGET_WINDOW - self.clock()
-            if cancel.wait(min(max(wait, 0.01), 1.0)):
-                raise CheckCancelled("stopping while waiting for request budget")
-
-
-@dataclass
-class DaemonStats:
-    """Counters and gauges of one daemon: /metrics renders ``snapshot()``."""
-
-    polls: dict[str, int] = field(default_factory=dict)  # by status
-    errors: dict[str, int] = field(default_factory=dict)  # by kind
-    requests: int = 0
-    bytes: int = 0
-    new_revisions: int = 0
-    cycles: int = 0
-    last_cycle_at: datetime | None = None
-    last_cycle_seconds: float = 0.0
-    queue_lag_seconds: float = 0.0
-    in_flight: int = 0
-    budget_share: float = 0.0  # requests per 5 min this daemon may send
-    budget_needed: float = 0.0  # requests per 5 min the tracked set needs at its interval
-    over_budget: bool = False
-    effective_interval: float = 0.0
-    paused_until: datetime | None = None
-    firehose_reads: int = 0
-    firehose_moved: int = 0
-    firehose_confirmed: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    def add(self, name: str, n: float = 1, key: str | None = None) -> None:
-        with self.lock:
-            if key is None:
-                setattr(self, name, getattr(self, name) + n)
-            else:
-                d = getattr(self, name)
-                d[key] = d.get(key, 0) + int(n)
-
-    def snapshot(self) -> dict[str, Any]:
-        with self.lock:
-            out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "lock"}
-            out["polls"], out["errors"] = dict(self.polls), dict(self.errors)
-        return out
-
-
-class MeteredSource:
-    """A HubSource that takes a budget token per request, counts requests and bytes, and stops
-    the check (CheckCancelled) when the daemon stops or lost the lease."""
-
-    def __init__(self, inner: HubSource, daemon: Daemon, repo_id: str, metered: bool):
-        self.inner, self.daemon, self.repo_id_, self.metered = inner, daemon, repo_id, metered
-        self.prepaid = 1 if metered else 0  # the claim took the token of the head check
-
-    def _call(self) -> None:
-        self.daemon.raise_if_cancelled(self.repo_id_)
-        if self.metered:
-            if self.prepaid:
-                self.prepaid -= 1
-            else:
-                self.daemon.budget.acquire(self.daemon.cancel)
-            self.daemon.stats.add("requests")
-
-    def _got(self, data: bytes) -> bytes:
-        self.daemon.stats.add("bytes", len(data))
-        return data
-
-    @property
-    def repo_id(self) -> str:
-        return self.inner.repo_id
-
-    @property
-    def web_url(self) -> str:
-        return self.inner.web_url
-
-    def resolve_head(self, branch: str) -> str:
-        self._call()
-        return self.inner.resolve_head(branch)
-
-    def list_commits(self, branch: str, *, stop_at: Collection[str] = ()) -> CommitListing:
-        self._call()
-        listing = self.inner.list_commits(branch, stop_at=stop_at)
-        if self.metered and len(listing.commits) > 50:  # the Hub pages commits by 50
-            self.daemon.budget.spend(len(listing.commits) // 50)
-            self.daemon.stats.add("requests", len(listing.commits) // 50)
-        return listing
-
-    def list_files(self, revision: str) -> tuple[FileEntry, ...]:
-        self._call()
-        return self.inner.list_files(revision)
-
-    def read_file(self, revision: str, path: str, *, max_bytes: int) -> bytes:
-        self._call()
-        return self._got(self.inner.read_file(revision, path, max_bytes=max_bytes))
-
-    def read_range(self, revision: str, path: str, start: int, length: int) -> bytes:
-        self._call()
-        return self._got(self.inner.read_range(revision, path, start, length))
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 class Daemon:
@@ -223,8 +83,7 @@ class Daemon:
         self._cycle_lock = threading.Lock()
         self._scheduler: Any = None
         self._paused_until: datetime | None = None
-        self._watermark: datetime | None = None  # firehose: newest lastModified read
-        self._chain_start: datetime | None = None  # firehose: reads continuous since then
+        self.coverage = FirehoseCoverage(firehose) if firehose is not None else None
         self._firehose_next: datetime | None = None
 
     # ------------------------------------------------------------------ one cycle
@@ -249,10 +108,8 @@ class Daemon:
             results = []
         finally:
             self._cycle_lock.release()
-        with self.stats.lock:
-            self.stats.cycles += 1
-            self.stats.last_cycle_at = base
-            self.stats.last_cycle_seconds = time.monotonic() - started
+        self.stats.add("cycles")
+        self.stats.set(last_cycle_at=base, last_cycle_seconds=time.monotonic() - started)
         if results:
             changed = sum(r.new_revisions for r in results)
             errors = sum(r.status == "error" for r in results)
@@ -321,21 +178,21 @@ class Daemon:
         self.store.release(repo_id, self.owner)
 
     def _check_one(self, repo: RepoRecord, at: Callable[[], datetime]) -> CheckResult:
+        """Check one claimed repo and record the outcome; the lease is released either way."""
         result = CheckResult(repo.id, "cancelled")
-        finished = False
         try:
             if self.stopping.is_set() or self._paused(at()):  # claimed and queued, not started yet:
                 raise CheckCancelled("stopping or rate limited")  # leave it due for the next claim
             result = self._run_check(repo)
             self._record(repo, result, at())  # releases the lease
-            finished = True
+            self._forget(repo.id)
         except CheckCancelled:
-            pass  # still due: the next claim, ours or another daemon's, takes it
-        finally:
-            if finished:
-                self._forget(repo.id)
-            else:
-                self._unclaim(repo.id)
+            self._unclaim(repo.id)  # still due: the next claim, ours or another daemon's, takes it
+        except DBAPIError as e:  # the outcome could not be written: the lease runs out, it is checked again
+            log.error("could not record the check of %s: %s", repo.id, type(e.orig).__name__)
+            self._forget(repo.id)
+            self.stats.add("errors", 1, "database")
+            result = CheckResult(repo.id, "error", error=f"database: {type(e.orig).__name__}", error_kind="database")
         self.stats.add("polls", 1, result.status)
         return result
 
@@ -413,7 +270,7 @@ class Daemon:
         cap = float(self.config.max_backoff_seconds)
         if kind not in PERMANENT_KINDS:
             cap = min(cap, max(float(self.config.interval_seconds), 60.0))
-        delay = min(cap, 60.0 * 2 ** min(max(0, failures - 1), 20))
+        delay: float = min(cap, 60.0 * 2.0 ** min(max(0, failures - 1), 20))
         delay *= 1 + self.rng.uniform(0, 0.1)  # several daemons must not retry in step
         if retry_after is not None:
             delay = max(delay, min(float(retry_after), float(self.config.max_backoff_seconds)))
@@ -424,46 +281,32 @@ class Daemon:
         daemons = len(scheduling.lease_holders(self.store, now) | {self.owner})
         share = max(1, self.config.requests_per_5min // daemons)
         self.budget.per_window = share
-        hub = scheduling.count_hub_repos(self.store)
-        polled = hub if self.firehose is None else max(0, hub - len(scheduling.firehose_repos(self.store))) + 1
-        needed = polled * BUDGET_WINDOW / self.config.interval_seconds
-        total = self.config.requests_per_5min
-        over = needed > total
-        effective = float(self.config.interval_seconds)
-        if over:
-            effective = math.ceil(polled * BUDGET_WINDOW / (0.9 * total))
-        if over and not self.stats.over_budget:
+        polled = scheduling.count_hub_repos(self.store)
+        if self.coverage is not None:  # covered repos cost nothing each; the listing one request
+            polled = max(0, polled - len(scheduling.firehose_repos(self.store))) + 1
+        fit = budget_fit(polled, self.config.interval_seconds, self.config.requests_per_5min)
+        if fit.over and not self.stats.over_budget:
             log.warning("over budget: %d repos need %.0f requests per 5 min at interval %ss; budget is %d: "
-                        "each repo is checked every %ds instead", polled, needed, self.config.interval_seconds,
-                        total, effective)
-        elif self.stats.over_budget and not over:
-            log.info("back within budget: %.0f of %d requests per 5 min", needed, total)
-        with self.stats.lock:
-            self.stats.budget_share, self.stats.budget_needed = share, needed
-            self.stats.over_budget, self.stats.effective_interval = over, effective
+                        "each repo is checked every %ds instead", polled, fit.needed, self.config.interval_seconds,
+                        self.config.requests_per_5min, fit.interval)
+        elif self.stats.over_budget and not fit.over:
+            log.info("back within budget: %.0f of %d requests per 5 min", fit.needed, self.config.requests_per_5min)
+        self.stats.set(budget_share=share, budget_needed=fit.needed, over_budget=fit.over,
+                       effective_interval=fit.interval)
 
     # ------------------------------------------------------------------ firehose
     def _firehose_pass(self, now: datetime) -> None:
-        """Read the listing down to the watermark; mark moved repos due, confirm the others.
-
-        Reads chain: each reaches back to the previous one's watermark. The first read of a
-        chain reaches back to the oldest last successful check of the covered repos, so after
-        a restart nothing needs a poll of its own. A repo is confirmed unchanged when it was
-        checked successfully since the chain began and is not listed with another head.
-        """
-        assert self.firehose is not None
+        """Once an interval: one listing read stands in for a head check of every covered repo."""
+        assert self.coverage is not None
         if self._firehose_next is not None and now < self._firehose_next:
             return
         if self._paused(now) or self.budget.room() <= 0:
             return
         self._firehose_next = now + timedelta(seconds=self.config.interval_seconds)
-        tracked = {r.id: r for r in scheduling.firehose_repos(self.store)}
-        since = self._watermark
-        if self._chain_start is None:
-            checked = [r.last_success_at for r in tracked.values() if r.failures == 0 and r.last_success_at]
-            since = min(checked, default=None)
+        # confirmed repos wait two intervals: one failed read does not make them all due
+        later = now + timedelta(seconds=2 * self.config.interval_seconds)
         try:
-            read = self.firehose.read(since)
+            read = self.coverage.read(self.store, now, confirm_until=later)
         except SourceError as e:
             self.stats.add("errors", 1, f"firehose_{e.kind}")
             if isinstance(e, RateLimited) and e.retry_after:
@@ -471,26 +314,11 @@ class Daemon:
             log.warning("firehose read failed: %s", e)
             return
         self.budget.spend(read.requests)
-        self.stats.add("requests", read.requests)
-        self.stats.add("bytes", read.bytes)
-        self.stats.add("firehose_reads")
-        moved = {i.id for i in read.items if i.id in tracked and i.sha != tracked[i.id].head_sha}
-        for repo_id in sorted(moved):
-            self.store.mark_due(repo_id, now)
-        confirmed = 0
-        if read.complete and since is not None:
-            start = self._chain_start = self._chain_start or since
-            ok = [r.id for r in tracked.values() if r.id not in moved and r.failures == 0
-                  and r.last_success_at is not None and r.last_success_at >= start]
-            later = now + timedelta(seconds=2 * self.config.interval_seconds)
-            confirmed = scheduling.confirm_unchanged(self.store, ok, now=now, next_check_at=later)
-            self._watermark = read.watermark
-        else:  # the watermark was out of reach: repos are polled until a read reaches back again
-            self._chain_start = self._watermark = None
-        self.stats.add("firehose_moved", len(moved))
-        self.stats.add("firehose_confirmed", confirmed)
+        for name, n in (("requests", read.requests), ("bytes", read.bytes), ("firehose_reads", 1),
+                        ("firehose_moved", len(read.moved)), ("firehose_confirmed", read.confirmed)):
+            self.stats.add(name, n)
         log.info("firehose: %d request(s), %d listed, %d moved, %d confirmed unchanged%s", read.requests,
-                 len(read.items), len(moved), confirmed, "" if read.complete else " (watermark not reached)")
+                 read.listed, len(read.moved), read.confirmed, "" if read.complete else " (watermark not reached)")
 
     # ------------------------------------------------------------------ lifecycle
     def renew_leases(self) -> None:

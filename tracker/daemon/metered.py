@@ -1,0 +1,87 @@
+"""Layer 3 (daemon): the HubSource a check reads through, metered.
+
+Every request takes a token from the request budget (waiting when none is left) and is
+counted with its bytes; before each request the check is stopped (CheckCancelled) when the
+daemon is stopping or lost the repo's lease. Git sources are not metered: they cost the Hub
+nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection
+from typing import Protocol
+
+from tracker.daemon.budget import RequestBudget
+from tracker.daemon.stats import DaemonStats
+from tracker.hub.interface import CommitListing, HubSource
+from tracker.model import FileEntry
+
+COMMITS_PAGE = 50  # the Hub pages commit listings by 50
+
+
+class Meter(Protocol):
+    budget: RequestBudget
+    stats: DaemonStats
+    cancel: threading.Event
+
+    def raise_if_cancelled(self, repo_id: str) -> None: ...
+
+
+class MeteredSource:
+    """A HubSource wrapper; ``prepaid``: the claim already took the head check's token."""
+
+    def __init__(self, inner: HubSource, meter: Meter, repo_id: str, metered: bool):
+        self.inner, self.meter, self.tracked_as, self.metered = inner, meter, repo_id, metered
+        self.prepaid = 1 if metered else 0
+
+    def _call(self, requests: int = 1) -> None:
+        self.meter.raise_if_cancelled(self.tracked_as)
+        if not self.metered:
+            return
+        for _ in range(requests):
+            if self.prepaid:
+                self.prepaid -= 1
+            else:
+                self.meter.budget.acquire(self.meter.cancel)
+        self.meter.stats.add("requests", requests)
+
+    def _got(self, data: bytes) -> bytes:
+        self.meter.stats.add("bytes", len(data))
+        return data
+
+    @property
+    def repo_id(self) -> str:
+        return self.inner.repo_id
+
+    @property
+    def web_url(self) -> str:
+        return self.inner.web_url
+
+    def resolve_head(self, branch: str) -> str:
+        self._call()
+        return self.inner.resolve_head(branch)
+
+    def list_commits(self, branch: str, *, stop_at: Collection[str] = ()) -> CommitListing:
+        self._call()
+        listing = self.inner.list_commits(branch, stop_at=stop_at)
+        more = len(listing.commits) // COMMITS_PAGE  # the pages after the first, counted afterwards
+        if self.metered and more:
+            self.meter.budget.spend(more)
+            self.meter.stats.add("requests", more)
+        return listing
+
+    def list_files(self, revision: str) -> tuple[FileEntry, ...]:
+        self._call()
+        return self.inner.list_files(revision)
+
+    def read_file(self, revision: str, path: str, *, max_bytes: int) -> bytes:
+        self._call()
+        return self._got(self.inner.read_file(revision, path, max_bytes=max_bytes))
+
+    def read_range(self, revision: str, path: str, start: int, length: int) -> bytes:
+        self._call()
+        return self._got(self.inner.read_range(revision, path, start, length))
+
+    def close(self) -> None:
+        self.inner.close()
