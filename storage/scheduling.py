@@ -19,7 +19,7 @@ from sqlalchemy import case, func, or_, update
 from sqlmodel import col, select
 
 from storage.store import Store
-from storage.tables import RepoRow
+from storage.tables import RepoRow, RevisionRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,3 +142,13 @@ def finish_poll(
     with store.session() as s:
         s.execute(update(RepoRow).where(col(RepoRow.id) == repo_id).values(**values))
         s.commit()
+
+
+def count_recorded_since(store: Store, repo_id: str, since: datetime) -> int:
+    """Revisions of ``repo_id`` written at or after ``since`` (a check that was run twice)."""
+    with store.session() as s:
+        return int(s.exec(
+            select(func.count()).select_from(RevisionRow).where(
+                RevisionRow.repo_id == repo_id, col(RevisionRow.recorded_at) >= since
+            )
+        ).one())

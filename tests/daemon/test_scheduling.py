@@ -58,6 +58,8 @@ def test_jitter_spreads_the_next_checks(
     offsets = [(r.next_check_at - now).total_seconds() for r in db.list_repos()]
     assert all(100 <= o <= 160 for o in offsets), offsets
     assert max(offsets) - min(offsets) > 5  # not all in step
+    short = daemon(interval_seconds=10, jitter_seconds=60)  # jitter never swamps a short interval
+    assert all(10 <= (short.next_check(now) - now).total_seconds() <= 15 for _ in range(50))
 
 
 def test_at_most_concurrency_checks_run_at_once(
@@ -230,3 +232,48 @@ def test_stop_lets_short_checks_finish_within_the_grace(
     assert sorted(r.status for r in out) == ["ok", "ok"]
     assert all(r.revisions == 1 for r in db.list_repos())
     assert d.run_once(datetime.now(UTC) + 10_000 * S) == []  # a stopped daemon claims nothing
+
+
+def test_leases_are_renewed_while_a_long_check_runs(
+    add_repo: Callable[..., RepoBuilder], daemon: Callable[..., Daemon], db: Store, hub: HubEmulator
+) -> None:
+    add_repo("org/slow", commits=6, weights=False)
+    hub.faults.add("slow", route="tree", seconds=0.6)  # ~4 s of checking, twice the lease
+    d = daemon(lease_seconds=2, tick_seconds=0.5)
+    d.start()
+    stolen: list[str] = []
+    try:
+        deadline = time.monotonic() + 30
+        while not scheduling.leased_by(db, d.owner) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        while time.monotonic() < deadline and db.get_repo("org/slow").revisions < 6:  # type: ignore[union-attr]
+            stolen += [r.id for r in db.claim_due("thief", now=datetime.now(UTC), limit=5, lease_seconds=60)]
+            time.sleep(0.2)
+    finally:
+        d.stop()
+    assert stolen == []  # never expired while the check ran
+    assert db.get_repo("org/slow").revisions == 6  # type: ignore[union-attr]
+    assert d.stats.snapshot()["polls"] == {"ok": 1}
+    assert scheduling.leased_by(db, d.owner) == []
+
+
+def test_a_check_that_lost_a_write_race_runs_again_and_counts_all_it_wrote(
+    add_repo: Callable[..., RepoBuilder], daemon: Callable[..., Daemon], db: Store
+) -> None:
+    from sqlalchemy.exc import IntegrityError
+
+    b = add_repo("org/race", commits=3)
+    calls: list[int] = []
+
+    def racing(store: Store, source: Any, repo: Any, *args: Any, **kw: Any) -> Any:
+        result = check_repo(store, source, repo, *args, **kw)
+        calls.append(result.new_revisions)
+        if len(calls) == 1:  # as when another daemon's blob landed between our read and our write
+            raise IntegrityError("INSERT INTO blobs", {}, Exception("UNIQUE constraint failed: blobs.key"))
+        return result
+
+    (result,) = daemon(check=racing).run_once(datetime.now(UTC))
+    assert calls == [3, 0]  # the second run found everything recorded
+    assert result.status == "ok" and result.new_revisions == 3 and result.head == b.head()
+    repo = db.get_repo("org/race")
+    assert repo is not None and repo.revisions == 3 and repo.last_error is None

@@ -39,7 +39,7 @@ _COUNTERS = (
 _GAUGES = (
     ("queue_lag_seconds", "hubwatch_queue_lag_seconds", "How late the latest due repo was picked up, last cycle"),
     ("last_cycle_seconds", "hubwatch_cycle_seconds", "Duration of the last scheduler cycle"),
-    ("in_flight", "hubwatch_checks_in_flight", "Repo checks running now"),
+    ("in_flight", "hubwatch_checks_in_flight", "Repos claimed by this daemon: checks running or queued"),
     ("budget_share", "hubwatch_request_budget", "Hub requests per 5 minutes this daemon may send"),
     ("budget_needed", "hubwatch_request_budget_needed",
      "Hub requests per 5 minutes the tracked repos need at the configured interval"),

@@ -11,6 +11,7 @@ from typing import Any
 
 from storage import Store, open_store
 from storage.records import RepoRecord
+from tracker.api.compute import cost_assumptions
 from tracker.config import Settings, load_settings
 from tracker.errors import NotTrackedError
 from tracker.pipeline import PipelineOptions
@@ -81,16 +82,6 @@ def pipeline_options(settings: Settings) -> PipelineOptions:
         advise=AdviseStep.from_settings(settings.advisories.id_prefix, settings.advisories.osv_api,
                                         timeout=settings.hub.timeout_seconds),
     )
-
-
-def cost_assumptions(settings: Settings) -> Any:
-    """``[planner]`` keys onto the planner's CostAssumptions (unset keys keep its defaults)."""
-    from dataclasses import asdict, replace
-
-    from tracker.planner import CostAssumptions
-
-    updates = {k: v for k, v in asdict(settings.planner).items() if v is not None}
-    return replace(CostAssumptions(), **updates)
 
 
 def _abspath(source: str) -> str:

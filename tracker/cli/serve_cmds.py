@@ -119,13 +119,17 @@ def run(ctx: Context) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         raise HubwatchError(f"the HTTP API could not listen on {host}:{port}")
-    daemon.start()
-    log.info("hubwatch running: owner %s, api on http://%s:%s, %d repos tracked (%d from config), firehose %s",
-             daemon.owner, host, port, len(ctx.store.list_repos()), added, "on" if daemon.firehose else "off")
+    failed = False
     try:
+        if not stop.is_set():
+            daemon.start()
+            log.info("hubwatch running: owner %s, api on http://%s:%s, %d repos tracked (%d from config), "
+                     "firehose %s", daemon.owner, host, port, len(ctx.store.list_repos()), added,
+                     "on" if daemon.firehose else "off")
         while not stop.wait(0.5):
             if not api.is_alive():
                 log.error("the HTTP API stopped; stopping")
+                failed = True
                 break
     finally:
         daemon.stop()
@@ -134,7 +138,7 @@ def run(ctx: Context) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         log.info("hubwatch stopped")
-    return 0
+    return 1 if failed else 0
 
 
 def subscribe(ctx: Context) -> int:

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -77,7 +77,7 @@ class Daemon:
                                  effective_interval=config.interval_seconds)
         self.stopping = threading.Event()  # no new claims
         self.cancel = threading.Event()  # running checks stop at their next request
-        self._inflight: dict[str, datetime] = {}
+        self._inflight: set[str] = set()  # claimed by this daemon: running or queued
         self._lost: set[str] = set()
         self._state = threading.Lock()
         self._cycle_lock = threading.Lock()
@@ -162,20 +162,22 @@ class Daemon:
                                      lease_seconds=self.config.lease_seconds)
         self.budget.spend(sum(r.source_kind == "hub" for r in repos))  # each one's head check
         with self._state:
-            for r in repos:
-                self._inflight[r.id] = now
-                self._lost.discard(r.id)
+            self._inflight.update(r.id for r in repos)
+            self._lost.difference_update(r.id for r in repos)
             self.stats.in_flight = len(self._inflight)
         return repos
 
     def _forget(self, repo_id: str) -> None:
         with self._state:
-            self._inflight.pop(repo_id, None)
+            self._inflight.discard(repo_id)
             self.stats.in_flight = len(self._inflight)
 
     def _unclaim(self, repo_id: str) -> None:
         self._forget(repo_id)
-        self.store.release(repo_id, self.owner)
+        try:
+            self.store.release(repo_id, self.owner)
+        except DBAPIError as e:  # the lease runs out by itself
+            log.error("could not release %s: %s", repo_id, type(e.orig).__name__)
 
     def _check_one(self, repo: RepoRecord, at: Callable[[], datetime]) -> CheckResult:
         """Check one claimed repo and record the outcome; the lease is released either way."""
@@ -205,16 +207,7 @@ class Daemon:
             return CheckResult(repo.id, "error", error=f"cannot open {repo.source}: {e}", error_kind="invalid")
         metered = MeteredSource(src, self, repo.id, metered=repo.source_kind == "hub")
         try:
-            for attempt in range(3):
-                try:
-                    return self.check(self.store, metered, repo, self.options,
-                                      progress=lambda _i, _n, _sha: self.raise_if_cancelled(repo.id))
-                except DBAPIError as e:  # lost a write race (a blob or revision another check wrote)
-                    if attempt == 2:
-                        raise
-                    log.info("database conflict while checking %s (%s); checking again", repo.id,
-                             type(e.orig).__name__)
-            raise AssertionError("unreachable")
+            return self._check_with_retries(repo, metered)
         except SourceError as e:
             return CheckResult(repo.id, "error", error=str(e), error_kind=e.kind,
                                retry_after=e.retry_after if isinstance(e, RateLimited) else None)
@@ -225,6 +218,24 @@ class Daemon:
             return CheckResult(repo.id, "error", error=f"{type(e).__name__}: {e}", error_kind="internal")
         finally:
             src.close()
+
+    def _check_with_retries(self, repo: RepoRecord, source: MeteredSource, attempts: int = 3) -> CheckResult:
+        """check_repo, again when it lost a write race (a blob or revision another check wrote
+        first): it is idempotent per revision, so the second run picks up where the first stopped."""
+        started = self.options.clock()
+        for attempt in range(1, attempts + 1):
+            try:
+                result = self.check(self.store, source, repo, self.options,
+                                    progress=lambda _i, _n, _sha: self.raise_if_cancelled(repo.id))
+            except DBAPIError as e:
+                if attempt == attempts:
+                    raise
+                log.info("database conflict while checking %s (%s); checking again", repo.id, type(e.orig).__name__)
+                continue
+            if attempt > 1 and result.status == "ok":  # what the first runs wrote counts too
+                result = replace(result, new_revisions=scheduling.count_recorded_since(self.store, repo.id, started))
+            return result
+        raise AssertionError("attempts must be positive")
 
     def raise_if_cancelled(self, repo_id: str) -> None:
         if self.cancel.is_set():
@@ -260,8 +271,10 @@ class Daemon:
 
     # ------------------------------------------------------------------ policy
     def next_check(self, now: datetime) -> datetime:
-        """The next regular check: the interval (stretched to fit the budget) plus jitter."""
-        jitter = self.rng.uniform(0, self.config.jitter_seconds) if self.config.jitter_seconds else 0.0
+        """The next regular check: the interval (stretched to fit the budget) plus jitter, the
+        jitter at most half the interval (a 5 s interval with the default 60 s jitter stays ~5 s)."""
+        spread = min(float(self.config.jitter_seconds), self.config.interval_seconds / 2)
+        jitter = self.rng.uniform(0, spread) if spread > 0 else 0.0
         return now + timedelta(seconds=self.stats.effective_interval + jitter)
 
     def backoff_seconds(self, failures: int, retry_after: float | None, kind: str = "unavailable") -> float:
@@ -361,7 +374,13 @@ class Daemon:
         else:
             with self._cycle_lock:
                 pass
-        released = scheduling.release_all(self.store, self.owner)
+        if self.firehose is not None:
+            self.firehose.close()
+        try:
+            released = scheduling.release_all(self.store, self.owner)
+        except DBAPIError as e:  # the leases run out by themselves
+            log.error("could not release this daemon's leases: %s", type(e.orig).__name__)
+            return 0
         log.info("daemon stopped; %d lease(s) released", released)
         return released
 
