@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -69,7 +69,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def write_config(path: Path, *, db_url: str, hub_url: str, port: int, repos: list[str] = (),  # type: ignore[assignment]
+def write_config(path: Path, *, db_url: str, hub_url: str, port: int, repos: Sequence[str] = (),
                  schedule: dict[str, Any] | None = None, hub: dict[str, Any] | None = None,
                  hooks_secret: str = "") -> Path:
     """A config.toml as a user would write it for ``hubwatch run``."""

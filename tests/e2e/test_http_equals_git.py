@@ -14,10 +14,8 @@ from tests.hubemu import HubEmulator, bundle_names, clone_bundle, hf_test_env
 
 
 def _strip(history: list[dict]) -> list[dict]:  # type: ignore[type-arg]
-    return [
-        {k: v for k, v in e.items()} | {"changes": sorted(e["changes"], key=lambda c: (c["path"], c["kind"], c["summary"]))}
-        for e in history
-    ]
+    """Entries with their changes in a fixed order (the order within a revision is not a contract)."""
+    return [e | {"changes": sorted(e["changes"], key=lambda c: (c["path"], c["kind"], c["summary"]))} for e in history]
 
 
 @pytest.mark.parametrize("name", bundle_names())
@@ -42,7 +40,7 @@ def test_http_history_equals_git_history(name: str, tmp_path: Path) -> None:
     # The Hub's commit listing carries no parents: over HTTP a commit's parent is the next
     # listed one. That is exact on linear history; around a merge (Mistral's) the entries
     # whose parent the listing cannot tell are compared by identity only.
-    same_parent = [(h, g) for h, g in zip(_strip(http_history), _strip(git_history)) if h["parent"] == g["parent"]]
+    same_parent = [(h, g) for h, g in zip(_strip(http_history), _strip(git_history), strict=True) if h["parent"] == g["parent"]]
     linear = all(len(c["parents"]) <= 1 for c in json.loads((CORPUS / "histories" / f"{name}.json").read_text())["commits"])
     if linear:
         assert len(same_parent) == len(git_history)
