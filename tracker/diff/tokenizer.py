@@ -14,27 +14,10 @@ from typing import Any
 from tracker.diff import topics as t
 from tracker.diff.sides import Sides
 from tracker.model import Change, ChangeKind, TokenizerSummary
+from tracker.model.files import VOCAB_FILES
 
 TOKENIZER_JSON = "tokenizer.json"
 ADDED_TOKENS_JSON = "added_tokens.json"
-#: Mirrors tracker.extract.paths.VOCAB_FILES (a test keeps the two equal).
-VOCAB_FILES = frozenset(
-    [
-        "tokenizer.model",
-        "tokenizer.model.v3",
-        "tokenizer.model.v7",
-        "spiece.model",
-        "sentencepiece.bpe.model",
-        "sentencepiece.model",
-        "source.spm",
-        "target.spm",
-        "vocab.txt",
-        "vocab.json",
-        "merges.txt",
-        "bpe.codes",
-        "tekken.json",
-    ]
-)
 _EMPTY = TokenizerSummary(None, 0, "", 0, "", (), "null", "null", "null", "null", "{}")
 _SECTIONS = (
     ("normalizer", t.TOKENIZER_PIPELINE),

@@ -1,6 +1,6 @@
 """Which files of a revision's tree hubwatch reads, and how big they may be: data, not I/O.
 
-Layer 1 (stage 3, extract), pure; imports nothing from the project. The snapshot layer
+Layer 1 (stage 3, extract), pure; imports only tracker.model (file-name tables shared with the diff). The snapshot layer
 (stage 2) asks :func:`wants_content` before fetching a file and records a ``TooLarge`` read
 error for a wanted file over :func:`max_content_bytes`; extraction and the diff use the same
 tables, so what is fetched and what is read can never drift apart.
@@ -14,6 +14,8 @@ package folder.
 from __future__ import annotations
 
 import posixpath
+
+from tracker.model.files import VOCAB_FILES
 
 MIB = 1024 * 1024
 #: Default cap for every read file but tokenizer.json (configs, templates, indexes, code).
@@ -48,24 +50,6 @@ TOP_LEVEL_FILES = frozenset(
     }
 )
 
-#: Tokenizer vocabularies that are compared by content id only (binary, often LFS).
-VOCAB_FILES = frozenset(
-    {
-        "tokenizer.model",
-        "tokenizer.model.v3",
-        "tokenizer.model.v7",
-        "spiece.model",
-        "sentencepiece.bpe.model",
-        "sentencepiece.model",
-        "source.spm",
-        "target.spm",
-        "vocab.txt",
-        "vocab.json",
-        "merges.txt",
-        "bpe.codes",
-        "tekken.json",
-    }
-)
 
 _WEIGHT_INDEX_SUFFIXES = (
     ".safetensors.index.json",

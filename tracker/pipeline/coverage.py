@@ -12,10 +12,10 @@ from collections.abc import Sequence
 
 from tracker.extract.paths import weight_format
 from tracker.model import Change, ChangeKind, FileEntry
+from tracker.model.files import VOCAB_FILES
 
-_TOKENIZER_NAMES = {
+_TOKENIZER_NAMES = VOCAB_FILES | {
     "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
-    "tokenizer.model", "vocab.json", "vocab.txt", "merges.txt", "spiece.model", "sentencepiece.bpe.model",
 }
 
 
