@@ -35,6 +35,8 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/planner.py
 	$(PY) benchmarks/poll_cost.py
+	$(PY) benchmarks/scale.py
+	$(PY) benchmarks/api.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

@@ -333,12 +333,21 @@ class Store:
             s.commit()
 
     def _put_blobs(self, s: Session, blobs: dict[str, bytes]) -> None:
+        """Insert content-addressed blobs; one another writer stored first is simply kept.
+
+        ``INSERT ... ON CONFLICT DO NOTHING``: two daemons (or two repos sharing a README)
+        writing the same blob at once never fail each other's transaction.
+        """
         if not blobs:
             return
-        have = set(s.exec(select(BlobRow.key).where(col(BlobRow.key).in_(list(blobs)))).all())
-        for key, data in blobs.items():
-            if key not in have:
-                s.add(BlobRow(key=key, size=len(data), data=data))
+        if self.dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as dialect_insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert as dialect_insert  # type: ignore[assignment]
+        rows = [{"key": k, "size": len(v), "data": v} for k, v in blobs.items()]
+        for i in range(0, len(rows), 200):
+            stmt = dialect_insert(BlobRow).values(rows[i : i + 200]).on_conflict_do_nothing(index_elements=["key"])
+            s.execute(stmt)
 
     def history(
         self, repo_id: str, *, limit: int | None = None, before_seq: int | None = None, with_changes: bool = True

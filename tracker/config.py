@@ -54,7 +54,7 @@ class LimitSettings:
     max_file_bytes: int = 2_000_000
     max_tokenizer_bytes: int = 25_165_824
     max_header_bytes: int = 25_000_000
-    max_json_depth: int = 64
+    max_json_depth: int = 32
     max_files: int = 100_000
 
 

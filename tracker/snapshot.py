@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tracker.errors import EntryNotFound, InvalidContent, TooLarge
-from tracker.extract.paths import is_safetensors, wants_content
+from tracker.extract.paths import is_content_path, is_safetensors
 from tracker.hub.interface import HubSource
 from tracker.model import FileEntry, Snapshot
 from tracker.model.keys import content_key, header_error_key, header_key
@@ -61,7 +61,7 @@ def take_snapshot(
     for entry in tree:
         if is_safetensors(entry.path):
             _read_header(source, sha, entry, limits, known, headers, errors)
-        elif wants_content(entry.path, entry.size):
+        elif is_content_path(entry.path):  # over its cap: recorded as such by _read_small
             _read_small(source, sha, entry, limits, known, contents, errors)
     return Snapshot(sha=sha, files=tuple(tree), contents=contents, safetensors_headers=headers, read_errors=errors)
 

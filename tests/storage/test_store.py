@@ -129,3 +129,15 @@ def test_concurrent_claims_never_share_a_repo(store) -> None:  # type: ignore[no
         claims = list(pool.map(lambda k: store.claim_due(f"d{k}", now=now, limit=20, lease_seconds=60), range(4)))
     claimed = [r.id for c in claims for r in c]
     assert len(claimed) == len(set(claimed)) == 20
+
+
+def test_the_same_blob_written_twice_at_once_fails_nobody(store) -> None:  # type: ignore[no-untyped-def]
+    from concurrent.futures import ThreadPoolExecutor
+
+    for i in range(8):
+        store.add_repo(f"org/m{i}", source=f"org/m{i}", source_kind="hub")
+    shared = {"git:readme": b"# same readme everywhere"}
+    revs = [_rev(f"{i + 1:040x}", None, repo_id=f"org/m{i}", blobs=shared) for i in range(8)]
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(store.record_revision, revs))
+    assert store.get_blob("git:readme") == b"# same readme everywhere"

@@ -78,6 +78,7 @@ def pipeline_options(settings: Settings) -> PipelineOptions:
             max_file_bytes=lim.max_file_bytes, max_tokenizer_bytes=lim.max_tokenizer_bytes,
             max_header_bytes=lim.max_header_bytes, max_files=lim.max_files,
         ),
+        max_json_depth=lim.max_json_depth,
         plan=PlanStep(assumptions=cost_assumptions(settings)),
         advise=AdviseStep.from_settings(settings.advisories.id_prefix, settings.advisories.osv_api,
                                         timeout=settings.hub.timeout_seconds),

@@ -13,7 +13,7 @@ from typing import Any
 
 from tracker.errors import InvalidContent
 from tracker.extract import paths, templates
-from tracker.extract.jsonsafe import load_json
+from tracker.extract.jsonsafe import MAX_JSON_DEPTH, load_json
 from tracker.extract.tokenizer import summarise_tokenizer
 from tracker.extract.weights import build_manifest
 from tracker.model import Artifacts, FileEntry, ParseIssue, Snapshot, TokenizerSummary
@@ -40,13 +40,15 @@ def _readable_contents(snapshot: Snapshot, issues: list[ParseIssue]) -> dict[str
     return out
 
 
-def _json_object(contents: Mapping[str, bytes], path: str, issues: list[ParseIssue]) -> Any:
+def _json_object(
+    contents: Mapping[str, bytes], path: str, issues: list[ParseIssue], max_depth: int = MAX_JSON_DEPTH
+) -> Any:
     """A top-level JSON object file, or None (absent, or an issue recorded)."""
     raw = contents.get(path)
     if raw is None:
         return None
     try:
-        doc = load_json(raw, max_bytes=paths.max_content_bytes(path))
+        doc = load_json(raw, max_bytes=paths.max_content_bytes(path), max_depth=max_depth)
     except InvalidContent as e:
         issues.append(ParseIssue(path, str(e)))
         return None
@@ -56,8 +58,10 @@ def _json_object(contents: Mapping[str, bytes], path: str, issues: list[ParseIss
     return doc
 
 
-def _tokenizer(contents: Mapping[str, bytes], issues: list[ParseIssue]) -> TokenizerSummary | None:
-    doc = _json_object(contents, paths.TOKENIZER_JSON, issues)
+def _tokenizer(
+    contents: Mapping[str, bytes], issues: list[ParseIssue], max_depth: int = MAX_JSON_DEPTH
+) -> TokenizerSummary | None:
+    doc = _json_object(contents, paths.TOKENIZER_JSON, issues, max_depth)
     if doc is None:
         return None
     try:
@@ -81,17 +85,21 @@ def _code(contents: Mapping[str, bytes], issues: list[ParseIssue]) -> dict[str, 
     return code
 
 
-def extract_artifacts(snapshot: Snapshot) -> Artifacts:
-    """Parse everything hubwatch reads from one revision's snapshot."""
+def extract_artifacts(snapshot: Snapshot, *, max_json_depth: int = MAX_JSON_DEPTH) -> Artifacts:
+    """Parse everything hubwatch reads from one revision's snapshot.
+
+    ``max_json_depth`` is ``[limits] max_json_depth``: deeper JSON is refused as hostile.
+    """
     issues: list[ParseIssue] = []
+    d = max_json_depth
     files: tuple[FileEntry, ...] = tuple(sorted(snapshot.files, key=lambda f: f.path))
     contents = _readable_contents(snapshot, issues)
     found = templates.TemplateSet()
     tokenizer_config = templates.take_from_tokenizer_config(
-        _json_object(contents, paths.TOKENIZER_CONFIG, issues), found
+        _json_object(contents, paths.TOKENIZER_CONFIG, issues, d), found
     )
     if paths.CHAT_TEMPLATE_JSON in contents:
-        ct_json = _json_object(contents, paths.CHAT_TEMPLATE_JSON, issues)
+        ct_json = _json_object(contents, paths.CHAT_TEMPLATE_JSON, issues, d)
         if ct_json is not None:
             templates.take_from_json_file(ct_json, found)
     templates.take_jinja_files(contents, found)
@@ -99,11 +107,11 @@ def extract_artifacts(snapshot: Snapshot) -> Artifacts:
     weights = build_manifest(files, contents, snapshot.safetensors_headers, issues)
     return Artifacts(
         files=files,
-        config=_json_object(contents, paths.CONFIG, issues),
-        generation_config=_json_object(contents, paths.GENERATION_CONFIG, issues),
+        config=_json_object(contents, paths.CONFIG, issues, d),
+        generation_config=_json_object(contents, paths.GENERATION_CONFIG, issues, d),
         tokenizer_config=tokenizer_config,
-        special_tokens_map=_json_object(contents, paths.SPECIAL_TOKENS_MAP, issues),
-        tokenizer=_tokenizer(contents, issues),
+        special_tokens_map=_json_object(contents, paths.SPECIAL_TOKENS_MAP, issues, d),
+        tokenizer=_tokenizer(contents, issues, d),
         chat_templates=dict(sorted(found.templates.items())),
         chat_template_sources=dict(sorted(found.sources.items())),
         weights=weights,

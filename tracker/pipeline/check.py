@@ -48,6 +48,7 @@ class CheckResult:
 @dataclass
 class PipelineOptions:
     limits: SnapshotLimits = field(default_factory=SnapshotLimits)
+    max_json_depth: int = 32
     plan: PlanStep = field(default_factory=PlanStep)
     advise: AdviseStep = field(default_factory=AdviseStep)
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
@@ -99,8 +100,8 @@ def _apply_backfill(commits: list[CommitInfo], backfill: str) -> list[CommitInfo
 class _ArtifactCache:
     """Artifacts of recent revisions, rebuilt from the store when not in memory."""
 
-    def __init__(self, store: Store, limits: SnapshotLimits):
-        self.store, self.limits = store, limits
+    def __init__(self, store: Store, max_json_depth: int):
+        self.store, self.max_json_depth = store, max_json_depth
         self.items: dict[str, Artifacts] = {}
 
     def get(self, repo_id: str, sha: str | None) -> Artifacts | None:
@@ -110,7 +111,7 @@ class _ArtifactCache:
             snap = stored_snapshot(self.store, repo_id, sha)
             if snap is None:
                 return None
-            self.items[sha] = extract_artifacts(snap)
+            self.items[sha] = extract_artifacts(snap, max_json_depth=self.max_json_depth)
         return self.items[sha]
 
     def put(self, sha: str, artifacts: Artifacts) -> None:
@@ -123,7 +124,7 @@ def _record_commits(
     store: Store, source: HubSource, repo: RepoRecord, commits: Sequence[CommitInfo], opts: PipelineOptions,
     progress: Progress | None, *, rewritten: bool, lost: tuple[str, ...],
 ) -> int:
-    cache = _ArtifactCache(store, opts.limits)
+    cache = _ArtifactCache(store, opts.max_json_depth)
     known = store.known_shas(repo.id)
     previous_head = repo.head_sha
     recorded = 0
@@ -155,7 +156,7 @@ def _process_commit(
     error: str | None = None
     base = cache.get(repo.id, base_sha)
     try:
-        head = extract_artifacts(snap)
+        head = extract_artifacts(snap, max_json_depth=opts.max_json_depth)
         diff = diff_artifacts(base, head, base_sha=base_sha, head_sha=commit.sha)
     except Exception as e:  # hostile content must never crash a poll: record it
         log.warning("revision %s@%s could not be analysed: %s", repo.id, commit.sha[:12], e)
