@@ -124,17 +124,20 @@ def osv_router(reader: AdvisoryReader, *, max_body_bytes: int = MAX_BODY_BYTES) 
         short = [[{"id": v["id"], "modified": v["modified"]} for v in r] for r in results]
         return _json({"results": [{"vulns": v} if v else {} for v in short]})
 
-    @router.api_route("/osv/all.json", methods=["GET", "HEAD"])
+    @router.head("/osv/all.json", include_in_schema=False)
+    @router.get("/osv/all.json")
     def export_index() -> Response:
         records = list(reader.all_records())
         return _static(index_bytes(records), "application/json", records)
 
-    @router.api_route("/osv/all.zip", methods=["GET", "HEAD"])
+    @router.head("/osv/all.zip", include_in_schema=False)
+    @router.get("/osv/all.zip")
     def export_zip() -> Response:
         records = list(reader.all_records())
         return _static(zip_bytes(records), "application/zip", records)
 
-    @router.api_route("/osv/{vuln_id}.json", methods=["GET", "HEAD"])
+    @router.head("/osv/{vuln_id}.json", include_in_schema=False)
+    @router.get("/osv/{vuln_id}.json")
     def export_record(vuln_id: str) -> Response:
         record = reader.get(vuln_id) if safe_id(vuln_id) else None
         if record is None:
