@@ -18,7 +18,7 @@ from tracker.errors import EntryNotFound, InvalidContent, TooLarge
 from tracker.extract.paths import is_content_path, is_safetensors
 from tracker.hub.interface import HubSource
 from tracker.model import FileEntry, Snapshot
-from tracker.model.keys import content_key, header_error_key, header_key
+from tracker.model.keys import content_error_key, content_key, header_error_key, header_key
 
 #: Bytes read by the first range request of a safetensors file: most headers fit in it,
 #: so one request usually suffices (huggingface_hub reads the same first 100 kB).
@@ -82,6 +82,10 @@ def _read_small(
     cached = known(content_key(entry))
     if cached is not None:
         out[entry.path] = cached
+        return
+    failed = known(content_error_key(entry))
+    if failed is not None:  # the same blob failed before: no request, same answer
+        errors[entry.path] = failed.decode("utf-8", "replace")
         return
     try:
         out[entry.path] = source.read_file(sha, entry.path, max_bytes=cap)

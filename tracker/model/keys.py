@@ -18,3 +18,8 @@ def header_key(entry: FileEntry) -> str:
 def header_error_key(entry: FileEntry) -> str:
     """Key of the reason a safetensors header could not be read (not retried per revision)."""
     return f"sthdr-err:{entry.content_id}"
+
+
+def content_error_key(entry: FileEntry) -> str:
+    """Key of the reason a small file could not be read (an LFS object the source lacks)."""
+    return f"git-err:{entry.blob_id}"

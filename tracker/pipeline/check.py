@@ -20,7 +20,7 @@ from tracker.extract import extract_artifacts
 from tracker.extract.paths import is_safetensors
 from tracker.hub.interface import HubSource
 from tracker.model import Artifacts, Change, ChangeKind, CommitInfo, RevisionDiff, Snapshot
-from tracker.model.keys import content_key, header_error_key, header_key
+from tracker.model.keys import content_error_key, content_key, header_error_key, header_key
 from tracker.pipeline.advise_step import AdviseStep
 from tracker.pipeline.coverage import changed_paths, cover_every_path
 from tracker.pipeline.plan_step import PlanStep
@@ -222,8 +222,9 @@ def _new_blobs(snap: Snapshot) -> dict[str, bytes]:
         blobs[header_key(by_path[path])] = data
     for path, message in snap.read_errors.items():
         entry = by_path.get(path)
-        if entry is not None and is_safetensors(path):
-            blobs[header_error_key(entry)] = message.encode()
+        if entry is not None:  # remembered, so later revisions do not ask again
+            key = header_error_key(entry) if is_safetensors(path) else content_error_key(entry)
+            blobs[key] = message.encode()
     return blobs
 
 
