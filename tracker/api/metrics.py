@@ -104,6 +104,11 @@ def _daemon_metrics(snap: Mapping[str, Any]) -> Iterator[Metric]:
     for kind, n in sorted(snap.get("errors", {}).items()):
         errors.add_metric([kind], n)
     yield errors
+    deliveries = CounterMetricFamily("hubwatch_webhook_deliveries", "Outbound webhook attempts by outcome",
+                                     labels=["outcome"])
+    for outcome, n in sorted(snap.get("deliveries", {}).items()):
+        deliveries.add_metric([outcome], n)
+    yield deliveries
     for key, name, doc in _COUNTERS:
         yield CounterMetricFamily(name, doc, value=float(snap.get(key) or 0))
     for key, name, doc in _GAUGES:

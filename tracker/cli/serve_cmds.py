@@ -1,4 +1,4 @@
-"""run, serve, and the webhook subscription commands."""
+"""run and serve: the long-running commands."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from tracker.cli.context import Context
-from tracker.errors import HubwatchError, UsageError
+from tracker.errors import HubwatchError
 
 log = logging.getLogger("hubwatch")
 
@@ -65,16 +65,16 @@ def build_daemon(ctx: Context) -> Any:
         tick_seconds=max(0.5, min(5.0, sch.interval_seconds / 4, sch.lease_seconds / 4)),
     )
     firehose = Firehose(hub.endpoint, token=hub.token, timeout=hub.timeout_seconds) if sch.firehose else None
-    return Daemon(ctx.store, ctx.sources, ctx.pipeline_options, config, firehose=firehose,
-                  deliver=_deliverer(ctx))
+    daemon = Daemon(ctx.store, ctx.sources, ctx.pipeline_options, config, firehose=firehose)
+    daemon.deliver = _deliverer(ctx, lambda outcome: daemon.stats.add("deliveries", key=outcome))
+    return daemon
 
 
-def _deliverer(ctx: Context) -> Any:
-    try:
-        from tracker.delivery import deliver_pending
-    except ImportError:
-        return None
-    return lambda: deliver_pending(ctx.store, ctx.settings)
+def _deliverer(ctx: Context, on_outcome: Any) -> Any:
+    """One outbox pass per scheduler cycle; outcomes counted for /metrics."""
+    from tracker.delivery import deliver_pending
+
+    return lambda: deliver_pending(ctx.store, ctx.settings, on_outcome=on_outcome)
 
 
 def run(ctx: Context) -> int:
@@ -139,16 +139,3 @@ def run(ctx: Context) -> int:
             signal.signal(sig, handler)
         log.info("hubwatch stopped")
     return 1 if failed else 0
-
-
-def subscribe(ctx: Context) -> int:
-    raise UsageError("webhook subscriptions are not available in this build")
-
-
-def subscriptions(ctx: Context) -> int:
-    raise UsageError("webhook subscriptions are not available in this build")
-
-
-def unsubscribe(ctx: Context) -> int:
-    raise UsageError("webhook subscriptions are not available in this build")
-

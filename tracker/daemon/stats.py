@@ -14,6 +14,7 @@ class DaemonStats:
 
     polls: dict[str, int] = field(default_factory=dict)  # by status
     errors: dict[str, int] = field(default_factory=dict)  # by kind
+    deliveries: dict[str, int] = field(default_factory=dict)  # webhook attempts by outcome
     requests: int = 0
     bytes: int = 0
     new_revisions: int = 0
@@ -49,4 +50,5 @@ class DaemonStats:
         with self.lock:
             out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "lock"}
             out["polls"], out["errors"] = dict(self.polls), dict(self.errors)
+            out["deliveries"] = dict(self.deliveries)
         return out
