@@ -22,7 +22,6 @@ import random
 import statistics
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -34,7 +33,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
-import uvicorn
 from sqlalchemy import insert
 
 from storage import open_store
@@ -92,25 +90,11 @@ def seed(store: Store, n: int) -> None:
             c.exec_driver_sql("ANALYZE")
 
 
-@contextmanager
-def serve(store: Store) -> Iterator[str]:
-    import socket
+def serve(store: Store) -> Any:
+    """The real app on uvicorn, on a free loopback port (the tests' own helper)."""
+    from tests.api.data import serve_app
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(store, Settings()), host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="off"))
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    return serve_app(create_app(store, Settings()))
 
 
 def percentile(values: list[float], q: float) -> float:
