@@ -20,10 +20,6 @@ from tracker.hub.interface import HubSource
 from tracker.model import FileEntry, Snapshot
 from tracker.model.keys import content_error_key, content_key, header_error_key, header_key
 
-#: Bytes read by the first range request of a safetensors file: most headers fit in it,
-#: so one request usually suffices (huggingface_hub reads the same first 100 kB).
-FIRST_RANGE = 100_000
-
 
 @dataclass(frozen=True, slots=True)
 class SnapshotLimits:
@@ -124,21 +120,20 @@ def _read_header(
 def read_safetensors_header(source: HubSource, sha: str, entry: FileEntry, max_header_bytes: int) -> bytes:
     """The JSON header of a safetensors file: 8-byte little-endian length, then that many bytes.
 
-    One range request when the header fits in the first 100 kB, two otherwise. A length over
-    the cap (a hostile file claiming terabytes) is refused before anything more is read.
+    Two exact range reads (the length, then the header), so not one tensor byte is fetched;
+    this costs one request more than reading a first 100 kB blindly, but only once per new
+    weights content (headers are stored by content id). A length over the cap (a hostile file
+    claiming terabytes) or past the end of the file is refused before anything more is read.
     """
-    first = source.read_range(sha, entry.path, 0, min(FIRST_RANGE, max(entry.size, 8)))
+    first = source.read_range(sha, entry.path, 0, 8)
     if len(first) < 8:
         raise InvalidContent(f"{entry.path}: not a safetensors file (only {len(first)} bytes)")
-    (n,) = struct.unpack("<Q", first[:8])
+    (n,) = struct.unpack("<Q", first)
     if n > max_header_bytes:
         raise TooLarge(f"{entry.path}: safetensors header claims {n} bytes, over the cap of {max_header_bytes}")
     if entry.size and n + 8 > entry.size:
         raise TooLarge(f"{entry.path}: safetensors header claims {n} bytes, past the end of the file")
-    if n + 8 <= len(first):
-        return first[8 : 8 + n]
-    rest = source.read_range(sha, entry.path, len(first), n + 8 - len(first))
-    header = first[8:] + rest
+    header = source.read_range(sha, entry.path, 8, n)
     if len(header) != n:
         raise EntryNotFound(f"{entry.path}: safetensors header truncated ({len(header)} of {n} bytes)")
     return header
