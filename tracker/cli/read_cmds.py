@@ -78,14 +78,48 @@ def show(ctx: Context) -> int:
         print(f"  error: {rev.error}")
     for c in rev.changes:
         print(f"  - [{c.severity.value if c.severity else '-'}] {c.kind.value} {c.path}: {c.summary}")
-        excerpt = c.detail.get("diff") if isinstance(c.detail, dict) else None
-        if isinstance(excerpt, str) and excerpt:
-            for line in excerpt.splitlines()[:30]:
+        for label, text in _diff_texts(c.detail):
+            lines = text.splitlines()
+            print(f"      {label}:")
+            for line in lines[:30]:
                 print(f"      {line}")
+            if len(lines) > 30:
+                print(f"      ... {len(lines) - 30} more lines (show --json has them all)")
     if plan:
-        p = plan.get("params", {})
-        print(f"  plan: {p.get('total')} parameters; memory {plan.get('memory_bytes')}")
+        print(f"  plan: {_plan_line(plan)}")
     return 0
+
+
+def _diff_texts(detail: Any, label: str = "", depth: int = 0) -> list[tuple[str, str]]:
+    """Every unified diff held in a change's detail (``diff`` keys), with where it came from."""
+    found: list[tuple[str, str]] = []
+    if depth > 6:
+        return found
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            if key == "diff" and isinstance(value, str) and value:
+                probe = detail.get("probe")
+                found.append((f"rendered prompt, probe {probe}" if probe else f"{label or 'file'} diff", value))
+            else:
+                found.extend(_diff_texts(value, key, depth + 1))
+    elif isinstance(detail, list):
+        for item in detail:
+            found.extend(_diff_texts(item, label, depth + 1))
+    return found
+
+
+def _gb(n: Any) -> str:
+    return f"{n / 1e9:.2f} GB" if isinstance(n, (int, float)) else "-"
+
+
+def _plan_line(plan: dict[str, Any]) -> str:
+    p, m = plan.get("params") or {}, plan.get("memory_bytes") or {}
+    total = p.get("total")
+    params = f"{total / 1e9:.2f}B parameters" if isinstance(total, (int, float)) else "parameters unknown"
+    fits = [card for card, fit in (plan.get("cards") or {}).items() if isinstance(fit, dict) and fit.get("serve")]
+    return (f"{params}; full fine-tune {_gb(m.get('full_finetune'))}, LoRA {_gb(m.get('lora'))}, "
+            f"serve {_gb(m.get('serve_weights'))} + KV {_gb(m.get('kv_cache'))} per sequence; "
+            f"serves on {', '.join(fits) or 'no single card'}")
 
 
 def diff(ctx: Context) -> int:

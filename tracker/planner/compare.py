@@ -70,6 +70,10 @@ def _summary(a: Plan, b: Plan, d: PlanDelta) -> str:
         parts.append(f"context {ctx[0]} -> {ctx[1]}")
     parts += _fit_phrases(d.cards)
     parts += [f"new finding {f.id}" for f in d.findings_added if f.level.value != "info"]
+    if not parts:  # nothing that moves memory or fit: say what did change
+        parts += [f"{k} {a} -> {b}" for k, (a, b) in sorted(d.dims.items()) if k != "context"]
+        parts += [f"finding {f.id} added" for f in d.findings_added]
+        parts += [f"finding {f.id} gone" for f in d.findings_removed]
     return "; ".join(parts) if parts else "no change to the plan"
 
 
