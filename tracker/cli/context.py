@@ -81,7 +81,7 @@ def pipeline_options(settings: Settings) -> PipelineOptions:
         max_json_depth=lim.max_json_depth,
         plan=PlanStep(assumptions=cost_assumptions(settings)),
         advise=AdviseStep.from_settings(settings.advisories.id_prefix, settings.advisories.osv_api,
-                                        timeout=settings.hub.timeout_seconds),
+                                        timeout=min(10.0, settings.hub.timeout_seconds)),
     )
 
 
