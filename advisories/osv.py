@@ -255,12 +255,20 @@ def is_open(record: Mapping[str, Any]) -> bool:
 
 
 def changed_paths(record: Mapping[str, Any]) -> list[str]:
-    """The repo files the advisory is about (history changes name none; ``#...`` dropped)."""
+    """The repo files whose change gave the advisory its severity (``#...`` dropped).
+
+    History changes name no file; informational entries (no severity, or the pipeline's
+    plan / read notes) are not what a later revision has to restore.
+    """
     changes = (record.get("database_specific") or {}).get("changes") or []
     paths = {
         str(c["path"]).split("#", 1)[0]
         for c in changes
-        if isinstance(c, dict) and c.get("kind") != ChangeKind.HISTORY.value and c.get("path")
+        if isinstance(c, dict)
+        and c.get("kind") != ChangeKind.HISTORY.value
+        and c.get("path")
+        and c.get("severity")
+        and not any(str(t).startswith(("plan.", "read.")) for t in c.get("topics") or [])
     }
     return sorted(paths)
 

@@ -135,7 +135,6 @@ RULES: tuple[Rule, ...] = (
     Rule("weights.index.format", None, "A sharding index re-serialised with the same weight map."),
     Rule("other.*", None, "README / model card / .gitattributes / any file no artifact covers."),
     # topics the pipeline adds beside the diff's (tracker.pipeline): notes, never advisories
-    Rule("file.*", None, "Pipeline backstop: a changed path no change mentioned (the diff covers every path itself)."),
     Rule("read.error", None, "Pipeline: a file the snapshot could not read; what it affects is reported on its own."),
     Rule("plan.delta", None, "Pipeline: the memory / parameter plan moved; the config change behind it carries the severity."),
 )

@@ -1,7 +1,7 @@
 """Layer 3: orchestration of stages 1-7 for one repo (``check_repo``)."""
 
 from tracker.pipeline.check import CheckResult, PipelineOptions, check_repo
-from tracker.pipeline.stored import parse_tree, serialise_tree, stored_artifacts, stored_snapshot
+from tracker.pipeline.stored import parse_tree, serialise_tree, stored_artifacts
 
 __all__ = [
     "CheckResult",
@@ -10,5 +10,4 @@ __all__ = [
     "parse_tree",
     "serialise_tree",
     "stored_artifacts",
-    "stored_snapshot",
 ]

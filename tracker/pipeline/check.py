@@ -8,7 +8,7 @@ daemon racing on the same repo finds the unique (repo, sha) constraint in its wa
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -22,9 +22,8 @@ from tracker.hub.interface import HubSource
 from tracker.model import Artifacts, Change, ChangeKind, CommitInfo, RevisionDiff, Snapshot
 from tracker.model.keys import content_error_key, content_key, header_error_key, header_key
 from tracker.pipeline.advise_step import AdviseStep
-from tracker.pipeline.coverage import changed_paths, cover_every_path
 from tracker.pipeline.plan_step import PlanStep
-from tracker.pipeline.stored import serialise_tree, stored_snapshot
+from tracker.pipeline.stored import serialise_tree
 from tracker.snapshot import SnapshotLimits, take_snapshot
 
 log = logging.getLogger("hubwatch.pipeline")
@@ -72,7 +71,7 @@ def check_repo(
         # The branch moved back to a commit we already hold (a reset): the commits after it
         # vanished from the branch.
         listing = source.list_commits(repo.branch)
-        return _record_reset(store, repo, head, listing.commits, known, opts)
+        return _record_reset(store, repo, head, listing.commits, opts)
     stop = (repo.head_sha,) if repo.head_sha else ()
     listing = source.list_commits(repo.branch, stop_at=stop)
     rewritten = bool(stop) and not listing.reached_known
@@ -108,7 +107,7 @@ class _ArtifactCache:
         if sha is None:
             return None
         if sha not in self.items:
-            snap = stored_snapshot(self.store, repo_id, sha)
+            snap = self.store.snapshot(repo_id, sha)
             if snap is None:
                 return None
             self.items[sha] = extract_artifacts(snap, max_json_depth=self.max_json_depth)
@@ -164,9 +163,8 @@ def _process_commit(
         head = Artifacts(files=snap.files)
         diff = RevisionDiff(base=base_sha, head=commit.sha)
     cache.put(commit.sha, head)
-    base_files = base.files if base is not None else ()
-    changes = cover_every_path(diff.changes, base_files, snap.files)
-    touched = changed_paths(base_files, snap.files)
+    changes = list(diff.changes)
+    touched = {c.path for c in changes}  # the diff names every path whose content changed
     reported = {c.path for c in changes if any(t.endswith(".unreadable") for t in c.topics)}
     for path, message in sorted(snap.read_errors.items()):
         if path and (path not in touched or path in reported):
@@ -202,7 +200,7 @@ def _process_commit(
 
 
 def _record_reset(
-    store: Store, repo: RepoRecord, head: str, commits: Sequence[CommitInfo], known: set[str], opts: PipelineOptions
+    store: Store, repo: RepoRecord, head: str, commits: Sequence[CommitInfo], opts: PipelineOptions
 ) -> CheckResult:
     """The branch now points at an older stored commit: mark what vanished, move the head."""
     on_branch = {c.sha for c in commits}
@@ -228,7 +226,7 @@ def _new_blobs(snap: Snapshot) -> dict[str, bytes]:
     return blobs
 
 
-def _error_summary(snap: Snapshot, head: Artifacts, touched: Mapping[str, str]) -> str | None:
+def _error_summary(snap: Snapshot, head: Artifacts, touched: set[str]) -> str | None:
     """What this revision brought that could not be read or parsed (``show``, the API)."""
     if "" in snap.read_errors:
         return snap.read_errors[""]

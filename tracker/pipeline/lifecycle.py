@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from advisories.osv import add_fixed, content_ids, is_open, restores
+from advisories.osv import add_fixed, changed_paths, content_ids, is_open, restores
 from storage.store import Store
 from storage.trees import parse_tree
 from tracker.model import Artifacts, FileEntry
@@ -15,23 +15,10 @@ from tracker.model import Artifacts, FileEntry
 MAX_CHECKED = 200
 
 
-def flagged_paths(record: dict[str, Any]) -> list[str]:
-    """The files whose change gave the advisory its severity (history and plan notes excluded)."""
-    paths = set()
-    for c in (record.get("database_specific") or {}).get("changes") or []:
-        if not isinstance(c, dict) or c.get("kind") == "history" or not c.get("severity"):
-            continue
-        if any(str(t).startswith(("plan.", "read.")) for t in c.get("topics") or []):
-            continue
-        if isinstance(c.get("path"), str) and c["path"]:
-            paths.add(c["path"].split("#", 1)[0])
-    return sorted(paths)
-
-
 def fixed_updates(
     store: Store, repo_id: str, head: Artifacts, head_sha: str, now: datetime
 ) -> list[tuple[dict[str, Any], str]]:
-    """Edits for every open advisory whose flagged files are back to their earlier content."""
+    """Edits for every open advisory whose changed files are back to their earlier content."""
     trees: dict[str, tuple[FileEntry, ...] | None] = {}
     out: list[tuple[dict[str, Any], str]] = []
     for adv in store.list_advisories(repo_id, limit=MAX_CHECKED):
@@ -39,7 +26,7 @@ def fixed_updates(
         if adv.sha == head_sha or not is_open(record):
             continue
         parent = (record.get("database_specific") or {}).get("parent")
-        paths = flagged_paths(record)
+        paths = changed_paths(record)
         if not parent or not paths:
             continue
         if parent not in trees:

@@ -23,12 +23,6 @@ class PlanStep:
     assumptions: Any = None
     enabled: bool = True
 
-    def plan_json(self, config: Any, artifacts: Artifacts | None = None) -> dict[str, Any] | None:
-        if not isinstance(config, dict):
-            return None
-        p = plan(parse_model_config(config), checkpoint_params=checkpoint_params(artifacts), assumptions=self.assumptions)
-        return plan_to_json(p)
-
     def run(
         self, base: Artifacts | None, head: Artifacts, *, first: bool
     ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, Change | None]:

@@ -5,13 +5,9 @@ from __future__ import annotations
 from storage.store import Store
 from storage.trees import parse_tree, serialise_tree
 from tracker.extract import extract_artifacts
-from tracker.model import Artifacts, Snapshot
+from tracker.model import Artifacts
 
-__all__ = ["parse_tree", "serialise_tree", "stored_artifacts", "stored_snapshot"]
-
-
-def stored_snapshot(store: Store, repo_id: str, sha: str) -> Snapshot | None:
-    return store.snapshot(repo_id, sha)
+__all__ = ["parse_tree", "serialise_tree", "stored_artifacts"]
 
 
 def stored_artifacts(store: Store, repo_id: str, sha: str) -> Artifacts | None:
