@@ -1,7 +1,7 @@
 """Stage 1 (source) helpers: run the ``git`` CLI safely and parse what it prints.
 
 Used by :mod:`tracker.hub.localgit`. Every call has a timeout; git never prompts (no
-terminal, no askpass) and refuses the ``ext::`` transport, because repository locations
+terminal, no askpass) and refuses the ``ext::`` and ``fd::`` transports, because repository locations
 come from users and repo contents are untrusted.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,6 +29,8 @@ _BASE_ARGS = (
     "safe.directory=*",
     "-c",
     "protocol.ext.allow=never",
+    "-c",
+    "protocol.fd.allow=never",
     "-c",
     "core.quotePath=false",
     "-c",
@@ -92,6 +95,44 @@ def run_git(
     if proc.returncode != 0:
         raise GitFailed(list(args), proc.returncode, proc.stderr.decode("utf-8", "replace"))
     return proc.stdout
+
+
+def read_blob_prefix(git_dir: Path, oid: str, limit: int, *, timeout: float) -> bytes:
+    """The first ``limit`` bytes of a blob, streamed from ``git cat-file``, which is stopped
+    there: a 400 MB weights file committed without LFS costs ``limit`` bytes, not 400 MB."""
+    cmd = ["git", *_BASE_ARGS, "-C", str(git_dir), "cat-file", "blob", oid]
+    try:
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env()
+        )
+    except OSError as e:
+        raise SourceUnavailable(f"cannot run git: {e.strerror}") from e
+    timer = threading.Timer(timeout, proc.kill)
+    timer.start()
+    try:
+        assert proc.stdout is not None
+        chunks, got = [], 0
+        while got < limit:
+            chunk = proc.stdout.read(min(1 << 16, limit - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        if got < limit:  # the blob ended (or git failed) before the limit: git's exit decides
+            err = proc.stderr.read(4096) if proc.stderr else b""
+            if proc.wait() != 0:
+                if not timer.is_alive():
+                    raise SourceUnavailable(f"git timed out after {timeout:g}s")
+                raise GitFailed(["cat-file", "blob"], proc.returncode, err.decode("utf-8", "replace"))
+        return b"".join(chunks)
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,19 +8,14 @@ from tracker.errors import RepoNotFound, RevisionNotFound
 from tracker.hub._gitcli import SHA_RE, GitFailed, run_git
 
 
-def lfs_object_path(lfs_dir: Path, sha256: str) -> Path:
-    """git-lfs's own layout: ``lfs/objects/aa/bb/<sha256>``."""
-    return lfs_dir / sha256[:2] / sha256[2:4] / sha256
-
-
 class GitRepo:
     """A git dir plus the few plumbing queries GitSource needs; each one a timed git call."""
 
-    def __init__(self, path: Path, repo_id: str, timeout: float, lfs_dirs: tuple[Path, ...]):
+    def __init__(self, path: Path, repo_id: str, timeout: float, lfs_roots: tuple[Path, ...]):
         self.path = path
         self.repo_id = repo_id
         self.timeout = timeout
-        self.lfs_dirs = lfs_dirs
+        self.lfs_roots = lfs_roots  # git dirs whose own ``lfs/objects`` may hold LFS objects
 
     @classmethod
     def open(cls, path: Path, repo_id: str, timeout: float, origin: Path | None = None) -> GitRepo:
@@ -31,10 +26,8 @@ class GitRepo:
         except GitFailed as e:
             raise RepoNotFound(f"{repo_id}: not a git repository: {path}", repo_id=repo_id) from e
         git_dir = Path(out.decode().strip())
-        dirs = [git_dir / "lfs" / "objects"]
-        if origin is not None:
-            dirs.append(origin / "lfs" / "objects")
-        return cls(git_dir, repo_id, timeout, tuple(dirs))
+        roots = [git_dir] if origin is None else [git_dir, origin]
+        return cls(git_dir, repo_id, timeout, tuple(roots))
 
     def _q(self, args: list[str]) -> str | None:
         """Output of a query that fails quietly (exit 1) when the answer is "no"."""

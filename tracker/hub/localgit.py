@@ -15,6 +15,7 @@ import shutil
 import tempfile
 from collections.abc import Collection
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import urlsplit
 
 from tracker.errors import (
@@ -31,9 +32,11 @@ from tracker.hub._gitcli import (
     cat_file_batch,
     parse_commit,
     parse_lfs_pointer,
+    read_blob_prefix,
     run_git,
 )
-from tracker.hub._gitrepo import GitRepo, lfs_object_path
+from tracker.hub._gitrepo import GitRepo
+from tracker.hub._lfsstore import open_lfs_object, read_whole_verified
 from tracker.hub.interface import CommitListing
 from tracker.model import CommitInfo, FileEntry
 
@@ -43,6 +46,8 @@ _NOT_FOUND = re.compile(
     r"|is not a valid|could not read username|unable to read",
     re.I,
 )
+# ``<helper>::<address>`` runs a git remote helper (``fd::``, ``ext::``): never from a location.
+_REMOTE_HELPER = re.compile(r"^[A-Za-z0-9+.-]+::")
 _BAD_REV = re.compile(r"^-|\.\.|@\{|[\x00-\x20\x7f~^:?*\[\\]")
 
 
@@ -88,7 +93,7 @@ class GitSource:
         work_dir: Path | None = None,
         timeout: float = 30.0,
     ) -> None:
-        if location.startswith("-"):
+        if location.startswith("-") or _REMOTE_HELPER.match(location):
             raise RepoNotFound(f"invalid git location {location!r}", repo_id=repo_id)
         self._location = location
         self._repo_id = repo_id
@@ -180,8 +185,11 @@ class GitSource:
             )
         if ptr is None:
             return data if size < LFS_POINTER_MAX else self._blob(repo, oid)
-        with self._lfs_object(repo, sha, path, ptr.sha256).open("rb") as f:
-            return f.read(ptr.size)
+        with self._lfs_object(repo, sha, path, ptr.sha256, ptr.size) as f:
+            whole = read_whole_verified(f, ptr.sha256, ptr.size)
+        if whole is None:
+            raise EntryNotFound(f"{path}: LFS object does not match its pointer", repo_id=self._repo_id, revision=sha)
+        return whole
 
     def read_range(self, revision: str, path: str, start: int, length: int) -> bytes:
         if start < 0 or length < 0:
@@ -191,10 +199,15 @@ class GitSource:
         data = self._blob(repo, oid) if size < LFS_POINTER_MAX else None
         ptr = parse_lfs_pointer(data) if data is not None else None
         if ptr is None:
-            if data is None:
-                data = self._blob(repo, oid)
-            return data[start : start + length]
-        with self._lfs_object(repo, sha, path, ptr.sha256).open("rb") as f:
+            if data is not None:
+                return data[start : start + length]
+            # A big blob committed without LFS: stream its first bytes, never read it whole.
+            try:
+                prefix = read_blob_prefix(repo.path, oid, start + length, timeout=self._timeout)
+            except GitFailed as e:
+                raise SourceUnavailable(f"{self._repo_id}: {e}", repo_id=self._repo_id) from e
+            return prefix[start:]
+        with self._lfs_object(repo, sha, path, ptr.sha256, ptr.size) as f:
             f.seek(start)
             return f.read(max(0, min(length, ptr.size - start)))
 
@@ -350,11 +363,12 @@ class GitSource:
     def _blob(self, repo: GitRepo, oid: str) -> bytes:
         return self._git(["cat-file", "blob", oid], repo.path)
 
-    def _lfs_object(self, repo: GitRepo, sha: str, path: str, sha256: str) -> Path:
-        for d in repo.lfs_dirs:
-            p = lfs_object_path(d, sha256)
-            if p.is_file():
-                return p
+    def _lfs_object(self, repo: GitRepo, sha: str, path: str, sha256: str, size: int) -> BinaryIO:
+        """The object from the repo's own LFS store; a symlink or hard link is never followed."""
+        for root in repo.lfs_roots:
+            f = open_lfs_object(root, sha256, size)
+            if f is not None:
+                return f
         raise EntryNotFound(
             f"{path}: LFS object not available (sha256 {sha256[:12]}); the git source has only its pointer",
             repo_id=self._repo_id,
