@@ -135,5 +135,5 @@ def _repo_of(record: Mapping[str, Any]) -> str | None:
     for affected in record.get("affected") or []:
         purl = str((affected.get("database_specific") or {}).get("purl") or "")
         if purl.startswith("pkg:huggingface/"):
-            return purl[len("pkg:huggingface/") :].split("@", 1)[0]
+            return purl[len("pkg:huggingface/") :].split("?", 1)[0].split("@", 1)[0]
     return None

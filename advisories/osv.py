@@ -1,4 +1,4 @@
-"""Stage 7 (emit): one OSV 1.7.5 record per revision, and the lifecycle of a record.
+"""Stage 7 (emit): one OSV record per revision, and the lifecycle of a record.
 
 Pure functions, dict in, dict out: no clock (``now`` is an argument), no I/O. A record is
 built for a revision that has at least one change of severity LOW or above; the root commit
@@ -6,6 +6,12 @@ of a history is the baseline (a history entry, never an advisory). There is no `
 (OSV has no Hugging Face ecosystem): the GIT range names the repo, the purl
 ``pkg:huggingface/org/name@sha`` and the branch go in ``affected[0].database_specific`` and
 our own severity in the top-level ``database_specific`` (OSV ``severity`` is CVSS only).
+
+A record is shared data: the GIT range ``repo`` is the repo's canonical URL (never a local
+path; the pipeline chooses it), referenced as ``PACKAGE``; a repo on a Hub mirror (not
+huggingface.co) carries ``?repository_url=<mirror>`` on its purl, as the purl spec says.
+Once a ``fixed`` event bounds the range, ``affected[].versions`` lists the affected commits
+(at most ``VERSIONS_MAX``), so scanners that match versions, not GIT ranges, match too.
 
 Lifecycle functions return an edited copy with ``modified`` bumped (strictly later than
 before), or an unchanged copy when there was nothing to do; nothing is ever deleted:
@@ -22,6 +28,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import quote, urlsplit
 
 from advisories.ids import advisory_id
 from advisories.osv_text import (
@@ -46,6 +53,7 @@ __all__ = [
     "content_ids",
     "full_sha",
     "is_open",
+    "is_shareable_repo_url",
     "mark_history_rewritten",
     "parse_timestamp",
     "purl",
@@ -55,7 +63,11 @@ __all__ = [
     "withdraw",
 ]
 
-SCHEMA_VERSION = "1.7.5"
+#: The OSV schema release whose rules the records meet: ``x_`` ids for a local database came
+#: after 1.7.5 (osv-schema PR #499) and are part of 1.8.0. See advisories/schema.py.
+SCHEMA_VERSION = "1.8.0"
+HUB_URL = "https://huggingface.co"
+VERSIONS_MAX = 1000  # affected commits listed in ``versions``; past it only the range says
 SUMMARY_MAX = 120
 CHANGES_MAX = 200  # changes kept in database_specific
 _SHA_RE = re.compile(r"[0-9a-f]{40}")
@@ -96,11 +108,13 @@ def build_record(
     plan_delta: Mapping[str, Any] | None,
     related: Sequence[str],
     now: datetime,
+    repository_url: str | None = None,
 ) -> dict[str, Any] | None:
     """The OSV record of one revision, or None when it deserves none.
 
     None for the root commit (``parent`` None: the baseline) and for a revision whose
-    changes are all below LOW (README, model card, other files).
+    changes are all below LOW (README, model card, other files). ``repository_url``: the
+    Hub mirror the repo lives on, when it is not huggingface.co (the purl's qualifier).
     """
     flagged = sorted(
         (c for c in diff.changes if c.severity is not None),
@@ -108,8 +122,8 @@ def build_record(
     )
     if parent is None or not flagged:
         return None
-    if not repo_url:
-        raise ValueError("a GIT range needs the repo URL")
+    if not is_shareable_repo_url(repo_url):
+        raise ValueError(f"a GIT range needs the repo's public URL, not {repo_url!r}")
     sha = full_sha(commit.sha)
     severity = max_severity(c.severity for c in flagged)
     if severity is None:  # unreachable: flagged changes all have one
@@ -138,7 +152,10 @@ def build_record(
         "affected": [
             {
                 "ranges": [{"type": "GIT", "repo": repo_url, "events": [{"introduced": sha}]}],
-                "database_specific": {"purl": purl(repo_id, sha), "branch": one_line(branch)},
+                "database_specific": {
+                    "purl": purl(repo_id, sha, repository_url=repository_url),
+                    "branch": one_line(branch),
+                },
             }
         ],
         "database_specific": {
@@ -150,18 +167,39 @@ def build_record(
     }
     if len(flagged) > CHANGES_MAX:
         record["database_specific"]["changes_omitted"] = len(flagged) - CHANGES_MAX
-    if commit_url:
-        record["references"] = [{"type": "WEB", "url": commit_url}]
+    references = [{"type": "WEB", "url": commit_url}] if commit_url else []
+    if urlsplit(repo_url).scheme in ("http", "https"):
+        references.append({"type": "PACKAGE", "url": repo_url})
+    if references:
+        record["references"] = references
     ids = _related(related, record_id)
     if ids:
         record["related"] = ids
     return _ordered(record)
 
 
-def purl(repo_id: str, sha: str | None = None) -> str:
-    """``pkg:huggingface/org/name[@sha]`` (purl spec: namespace and name as given, sha lowercase)."""
+def purl(repo_id: str, sha: str | None = None, *, repository_url: str | None = None) -> str:
+    """``pkg:huggingface/org/name[@sha][?repository_url=URL]``.
+
+    purl spec: namespace and name as given, the sha lowercase; ``repository_url`` only for
+    a Hub other than huggingface.co (the type's default repository).
+    """
     segments = "/".join(_purl_quote(part) for part in repo_id.split("/") if part)
-    return f"pkg:huggingface/{segments}" + (f"@{sha.lower()}" if sha else "")
+    text = f"pkg:huggingface/{segments}" + (f"@{sha.lower()}" if sha else "")
+    base = (repository_url or "").rstrip("/")
+    if base and base.lower() != HUB_URL:
+        text += "?repository_url=" + quote(base, safe=":/")
+    return text
+
+
+def is_shareable_repo_url(url: str) -> bool:
+    """A URL others can clone: http(s), ssh or git, or scp-like ``user@host:path``; no local path."""
+    if not url or any(ch.isspace() for ch in url):
+        return False
+    parts = urlsplit(url)
+    if "://" in url:
+        return parts.scheme in ("http", "https", "ssh", "git") and bool(parts.hostname)
+    return bool(re.fullmatch(r"[\w.-]+@[\w.-]+:.+", url))
 
 
 def full_sha(value: str) -> str:
@@ -175,8 +213,15 @@ def full_sha(value: str) -> str:
 # --- lifecycle -------------------------------------------------------------------------------
 
 
-def add_fixed(record: Mapping[str, Any], sha: str, now: datetime) -> dict[str, Any]:
-    """Add a ``fixed`` event: revision ``sha`` restored what the advisory's revision changed."""
+def add_fixed(
+    record: Mapping[str, Any], sha: str, now: datetime, *, affected: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Add a ``fixed`` event: revision ``sha`` restored what the advisory's revision changed.
+
+    ``affected``: the commits the now bounded range holds (the advisory's revision and its
+    descendants that do not contain ``sha``), written to ``versions`` when there are at most
+    ``VERSIONS_MAX``.
+    """
     sha = full_sha(sha)
     new = copy.deepcopy(dict(record))
     events = _git_range(new)["events"]
@@ -185,6 +230,9 @@ def add_fixed(record: Mapping[str, Any], sha: str, now: datetime) -> dict[str, A
     if any(sha in e.values() for e in events):
         raise ValueError(f"{sha} is already an event of {new.get('id')}")
     events.append({"fixed": sha})
+    commits = sorted({full_sha(c) for c in affected} - {sha})
+    if commits and len(commits) <= VERSIONS_MAX:
+        _git_entry(new)["versions"] = commits
     url = _sibling_commit_url(new, sha)
     if url:
         new.setdefault("references", []).append({"type": "FIX", "url": url})
@@ -324,12 +372,19 @@ def _related(ids: Iterable[str], own: str) -> list[str]:
     return sorted({one_line(i) for i in ids if isinstance(i, str) and i.strip()} - {own, ""})
 
 
-def _git_range(record: dict[str, Any]) -> dict[str, Any]:
+def _git_entry(record: dict[str, Any]) -> dict[str, Any]:
+    """The ``affected`` entry that holds the record's GIT range."""
     for affected in record.get("affected") or []:
         for rng in affected.get("ranges") or []:
             if isinstance(rng, dict) and rng.get("type") == "GIT":
-                return rng
+                return affected  # type: ignore[no-any-return]
     raise ValueError(f"record {record.get('id')} has no GIT range")
+
+
+def _git_range(record: dict[str, Any]) -> dict[str, Any]:
+    return next(
+        r for r in _git_entry(record)["ranges"] if isinstance(r, dict) and r.get("type") == "GIT"
+    )
 
 
 def _sibling_commit_url(record: Mapping[str, Any], sha: str) -> str | None:
@@ -345,7 +400,11 @@ def _sibling_commit_url(record: Mapping[str, Any], sha: str) -> str | None:
 
 
 def _bump(record: dict[str, Any], now: datetime) -> str:
-    """Set ``modified`` to ``now``, or one second past the old value if the clock lags."""
+    """Set ``modified`` to ``now``, or one second past the old value if the clock lags.
+
+    An edited record is published again under today's rules, so it takes today's schema version.
+    """
+    record["schema_version"] = SCHEMA_VERSION
     stamp = parse_timestamp(timestamp(now))
     old = record.get("modified")
     if isinstance(old, str):

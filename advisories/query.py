@@ -77,25 +77,34 @@ def record_contains_commit(
 # --- purls and packages ----------------------------------------------------------------------
 
 
+HF_DEFAULT_REPOSITORY = "https://huggingface.co"
+
+
 @dataclass(frozen=True, slots=True)
 class Purl:
-    """The parts of a Package URL that identify a package (qualifiers and subpath dropped)."""
+    """The parts of a Package URL that identify a package (subpath and other qualifiers dropped).
+
+    ``repository``: for ``huggingface`` purls, the Hub the model lives on (the
+    ``repository_url`` qualifier, huggingface.co when absent): a mirror's ``org/name`` is
+    another package than huggingface.co's.
+    """
 
     type: str
     namespace: str
     name: str
     version: str | None = None
+    repository: str = ""
 
     @property
-    def package(self) -> tuple[str, str, str]:
-        return (self.type, self.namespace, self.name)
+    def package(self) -> tuple[str, str, str, str]:
+        return (self.type, self.namespace, self.name, self.repository)
 
 
 def parse_purl(text: str) -> Purl | None:
     """Parse ``pkg:type/namespace/name@version?qualifiers#subpath``; None when malformed."""
     if not isinstance(text, str) or len(text) > 2048 or text[:4].lower() != "pkg:":
         return None
-    rest = text[4:].lstrip("/").split("#", 1)[0].split("?", 1)[0]
+    rest, _, qualifiers = text[4:].lstrip("/").split("#", 1)[0].partition("?")
     version = None
     if "@" in rest:
         rest, version = rest.rsplit("@", 1)
@@ -107,9 +116,23 @@ def parse_purl(text: str) -> Purl | None:
     namespace, name = "/".join(segments[1:-1]), segments[-1]
     if kind == "pypi":
         name = normalize_name("PyPI", name)
-    if kind == "huggingface" and version:
-        version = version.lower()
-    return Purl(kind, namespace, name, version)
+    repository = ""
+    if kind == "huggingface":
+        version = version.lower() if version else None
+        repository = _hub_repository(qualifiers)
+    return Purl(kind, namespace, name, version, repository)
+
+
+def _hub_repository(qualifiers: str) -> str:
+    """The ``repository_url`` qualifier, normalised (scheme and host lowercase, no final /)."""
+    value = HF_DEFAULT_REPOSITORY
+    for pair in qualifiers.split("&"):
+        key, _, raw = pair.partition("=")
+        if key.lower() == "repository_url" and raw:
+            value = unquote(raw)
+    scheme, sep, rest = value.rstrip("/").partition("://")
+    host, slash, path = rest.partition("/")
+    return f"{scheme.lower()}{sep}{host.lower()}{slash}{path}"
 
 
 def matches_purl(

@@ -3,9 +3,9 @@
 ``osv-schema.json`` beside this module is a byte-for-byte copy of ``validation/schema.json``
 of https://github.com/ossf/osv-schema at commit 51b8156b69b9e2e9ff2301e649db61636067fcfa
 (HEAD of main, 2026-07-01; the file last changed in 2a6a0b9b0ccd8b91eeec05081b2642f53cfbe81e,
-git blob cf123dd7eade126e5d3b2932b43a9038611ca602). That is release 1.7.5 plus the unreleased
-``x_`` prefix for local databases (PR #499), which the v1.7.5 tag's schema rejects; records
-still declare ``"schema_version": "1.7.5"``. To update: copy the new file over, change the
+git blob cf123dd7eade126e5d3b2932b43a9038611ca602). That is release 1.7.5 plus the ``x_`` prefix for
+local databases (PR #499), which the v1.7.5 tag's schema rejects: so records declare
+``"schema_version": "1.8.0"``, the release that carries the prefix, never 1.7.5. To update: copy the new file over, change the
 commit above; tests/advisories/test_schema.py compares the copy with shared/osv/schema.json.
 
 On top of the JSON Schema (draft 2020-12, with format checking) our own records must have:
@@ -13,8 +13,9 @@ an ``x_`` id of the shape :mod:`advisories.ids` makes, ``schema_version`` and ``
 a one-line summary of at most 120 characters, at least one GIT range with a repo whose
 events are full 40-hex lowercase hashes (never ``0``), no event both introduced and fixed,
 strict UTC timestamps in order, http(s) references, and our severity in database_specific.
+A GIT range's ``repo`` is a URL others can clone, never a local path; ``versions`` are commits.
 
-Imports: stdlib, jsonschema, tracker.errors, advisories.ids.
+Imports: stdlib, jsonschema, tracker.errors, advisories.ids, advisories.osv.
 """
 
 from __future__ import annotations
@@ -30,11 +31,11 @@ from urllib.parse import urlsplit
 from jsonschema import Draft202012Validator
 
 from advisories.ids import is_advisory_id
+from advisories.osv import SCHEMA_VERSION, is_shareable_repo_url
 from tracker.errors import HubwatchError
 
 SCHEMA_PATH = Path(__file__).with_name("osv-schema.json")
 UPSTREAM_COMMIT = "51b8156b69b9e2e9ff2301e649db61636067fcfa"
-SCHEMA_VERSION = "1.7.5"
 SEVERITIES = ("LOW", "MODERATE", "HIGH", "CRITICAL")
 _TS_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z")
 _SHA_RE = re.compile(r"[0-9a-f]{40}")
@@ -155,8 +156,8 @@ def _range_errors(record: Mapping[str, Any]) -> list[str]:
                 continue
             git_ranges += 1
             where = f"affected/{i}/ranges/{j}"
-            if not rng.get("repo"):
-                out.append(f"{where}/repo: missing")
+            if not is_shareable_repo_url(str(rng.get("repo") or "")):
+                out.append(f"{where}/repo: not a public git URL: {rng.get('repo')!r}")
             seen: dict[str, str] = {}
             for event in rng.get("events") or []:
                 for kind, value in event.items() if isinstance(event, Mapping) else ():
@@ -166,6 +167,9 @@ def _range_errors(record: Mapping[str, Any]) -> list[str]:
                         out.append(f"{where}/events: {value} is both {seen[value]} and {kind}")
                     else:
                         seen[str(value)] = kind
+        for version in affected.get("versions") or []:
+            if not (isinstance(version, str) and _SHA_RE.fullmatch(version)):
+                out.append(f"affected/{i}/versions: not a full 40-hex commit: {version!r}")
     if not git_ranges:
         out.append("affected: no GIT range")
     return out

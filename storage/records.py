@@ -29,6 +29,7 @@ class RepoRecord:
     failures: int = 0
     next_check_at: datetime | None = None
     revisions: int = 0
+    repo_url: str | None = None  # the public URL given at track time (records name it)
 
     @property
     def status(self) -> str:

@@ -73,9 +73,12 @@ class Store:
     # ---------------------------------------------------------------- repos
     def add_repo(
         self, repo_id: str, *, source: str, source_kind: str, branch: str = "main", backfill: str = "all",
-        now: datetime | None = None,
+        now: datetime | None = None, repo_url: str | None = None,
     ) -> tuple[RepoRecord, bool]:
-        """Track a repo (or re-activate an untracked one). Returns (record, created)."""
+        """Track a repo (or re-activate an untracked one). Returns (record, created).
+
+        ``repo_url`` (the public URL records name) replaces the stored one only when given.
+        """
         now = now or utcnow()
         with self.session() as s:
             row = s.get(RepoRow, repo_id)
@@ -83,12 +86,14 @@ class Store:
             if row is None:
                 row = RepoRow(
                     id=repo_id, source=source, source_kind=source_kind, branch=branch, backfill=backfill,
-                    added_at=now, next_check_at=now,
+                    added_at=now, next_check_at=now, repo_url=repo_url,
                 )
             else:
                 row.active = True
                 row.source, row.source_kind, row.branch = source, source_kind, branch
                 row.next_check_at = now
+                if repo_url:
+                    row.repo_url = repo_url
             s.add(row)
             try:
                 s.commit()
@@ -533,7 +538,7 @@ def _repo_record(row: RepoRow, revisions: int) -> RepoRecord:
         active=row.active, head_sha=row.head_sha, added_at=row.added_at, last_poll_at=row.last_poll_at,
         last_success_at=row.last_success_at, last_change_at=row.last_change_at, last_error=row.last_error,
         last_error_kind=row.last_error_kind, failures=row.failures, next_check_at=row.next_check_at,
-        revisions=revisions,
+        revisions=revisions, repo_url=row.repo_url,
     )
 
 

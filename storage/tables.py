@@ -19,6 +19,7 @@ class RepoRow(SQLModel, table=True):
     id: str = Field(primary_key=True, max_length=200)  # org/name
     source: str = Field(sa_column=Column(Text, nullable=False))  # hub repo id or git location
     source_kind: str = Field(max_length=8)  # "hub" | "git"
+    repo_url: str | None = Field(default=None, sa_column=Column(Text))  # public URL from --repo-url
     branch: str = Field(default="main", max_length=255)
     backfill: str = Field(default="all", max_length=16)
     active: bool = Field(default=True, index=True)

@@ -47,7 +47,8 @@ def test_each_change_kind_gives_a_valid_record(name: str) -> None:
         "branch": "main",
     }
     assert record["references"] == [
-        {"type": "WEB", "url": f"https://huggingface.co/{p.repo_id}/commit/{p.sha}"}
+        {"type": "WEB", "url": f"https://huggingface.co/{p.repo_id}/commit/{p.sha}"},
+        {"type": "PACKAGE", "url": f"https://huggingface.co/{p.repo_id}"},
     ]
     specific = record["database_specific"]
     assert specific["parent"] == p.parent

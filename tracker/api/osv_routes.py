@@ -194,9 +194,9 @@ def run_query(
         sha = query.commit
         found = [r for r in reader.for_commit(sha) if record_contains_commit(r, sha, ancestors_of)]
     elif query.purl is not None and query.purl.type == "huggingface":
-        bare = purl(f"{query.purl.namespace}/{query.purl.name}")
-        candidates = reader.for_purl(bare)
-        wanted = bare + (f"@{query.version}" if query.version else "")
+        repo_id, hub = f"{query.purl.namespace}/{query.purl.name}", query.purl.repository
+        candidates = reader.for_purl(purl(repo_id, repository_url=hub))
+        wanted = purl(repo_id, query.version, repository_url=hub)  # the Hub qualifier kept
         found = [r for r in candidates if matches_purl(r, wanted, ancestors_of)]
     else:
         ecosystem, name = query.ecosystem, query.name

@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--branch", default="main")
     t.add_argument("--backfill", default="all", help="all | none | N (how much history to read first)")
     t.add_argument("--no-read", action="store_true", help="only register; the next poll reads the history")
+    t.add_argument("--repo-url", metavar="URL", help="the public URL advisories name (default: the Hub page, or the git remote)")
 
     u = cmd("untrack", "stop tracking a repo; its history is kept", json=True)
     u.add_argument("source", metavar="SOURCE")

@@ -81,7 +81,8 @@ def pipeline_options(settings: Settings) -> PipelineOptions:
         max_json_depth=lim.max_json_depth,
         plan=PlanStep(assumptions=cost_assumptions(settings)),
         advise=AdviseStep.from_settings(settings.advisories.id_prefix, settings.advisories.osv_api,
-                                        timeout=min(10.0, settings.hub.timeout_seconds)),
+                                        timeout=min(10.0, settings.hub.timeout_seconds),
+                                        hub_endpoint=settings.hub.endpoint),
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from tracker.cli.context import Context
 from tracker.cli.progress import progress_bar
@@ -19,6 +20,16 @@ def _validate_backfill(value: str) -> str:
     if value.isdigit() and int(value) > 0:
         return value
     raise UsageError(f"--backfill must be all, none or a positive number, not {value!r}")
+
+
+def _repo_url(value: str | None) -> str | None:
+    """``--repo-url``: an http(s) URL others can open, without credentials."""
+    if value is None:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
+        raise UsageError(f"--repo-url must be a public http(s) URL without credentials, not {value!r}")
+    return value.rstrip("/")
 
 
 def track(ctx: Context) -> int:
@@ -38,11 +49,13 @@ def track(ctx: Context) -> int:
             raise UsageError("--as names git sources; a Hub repo is tracked under its own id")
     if "/" not in repo_id or repo_id.count("/") != 1:
         raise UsageError(f"a tracked repo needs an org/name id, not {repo_id!r} (use --as ORG/NAME)")
+    repo_url = _repo_url(args.repo_url)
     src = ctx.sources.open(repo_id, location, kind)
     try:
         src.resolve_head(args.branch)  # refuse to track what cannot be read
         repo, _created = ctx.store.add_repo(
-            repo_id, source=location, source_kind=kind, branch=args.branch, backfill=backfill
+            repo_id, source=location, source_kind=kind, branch=args.branch, backfill=backfill,
+            repo_url=repo_url,
         )
         result = None
         if not args.no_read:

@@ -74,6 +74,21 @@ def default_repo_id(location: str) -> str:
     return last
 
 
+def public_git_url(location: str) -> str:
+    """``location`` when others can clone it (http(s), ssh, git, scp-like), credentials
+    removed; "" for local paths, bundles and ``file://``."""
+    if not location or any(ch.isspace() for ch in location):
+        return ""
+    if "://" not in location:
+        return location if re.fullmatch(r"[\w.-]+@[\w.-]+:.+", location) else ""
+    parts = urlsplit(location)
+    if parts.scheme not in ("http", "https", "ssh", "git") or not parts.hostname:
+        return ""
+    host = parts.hostname + (f":{parts.port}" if parts.port else "")
+    user = f"{parts.username}@" if parts.username and parts.scheme == "ssh" else ""
+    return parts._replace(netloc=user + host, query="", fragment="").geturl()
+
+
 def _is_remote(location: str) -> bool:
     if "://" in location or location.endswith(".bundle"):
         return True
@@ -111,7 +126,21 @@ class GitSource:
 
     @property
     def web_url(self) -> str:
-        return self._location
+        """The repo's public URL: a remote location, else a local repo's ``origin`` remote.
+
+        "" when there is none (a bundle, a local path, a ``file://`` URL): a local path is
+        never published; the pipeline falls back to the Hub URL of the repo id.
+        """
+        if self._remote:
+            return public_git_url(self._location)
+        try:
+            origin = run_git(
+                ["config", "--get", "remote.origin.url"], cwd=Path(self._location).expanduser(),
+                timeout=self._timeout, what=self._repo_id,
+            )
+        except (GitFailed, SourceUnavailable):
+            return ""
+        return public_git_url(origin.decode("utf-8", "replace").strip())
 
     def resolve_head(self, branch: str) -> str:
         self._check_rev(branch)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from advisories.osv import build_record, mark_history_rewritten
+from advisories.osv import HUB_URL, build_record, mark_history_rewritten
 from advisories.osv_client import OsvClient
 from storage.records import RepoRecord
 from storage.store import Store
@@ -22,6 +22,18 @@ from tracker.pipeline.lifecycle import fixed_updates
 log = logging.getLogger("hubwatch.advise")
 
 Update = tuple[dict[str, Any], str]
+
+
+def canonical_repo_url(repo: RepoRecord, source_url: str, hub_endpoint: str) -> tuple[str, str | None]:
+    """(the URL records name, the Hub it is on when that is a mirror) for a tracked repo.
+
+    ``--repo-url`` from track time wins, then the source's own public URL (a Hub repo's page,
+    a git remote), then the Hub URL of the repo id: a local path never reaches a record.
+    """
+    hub = hub_endpoint.rstrip("/") or HUB_URL
+    url = (repo.repo_url or source_url or f"{hub}/{repo.id}").rstrip("/")
+    base = url[: -len(repo.id) - 1] if url.endswith("/" + repo.id) else ""
+    return url, (base if base and base in (hub, HUB_URL) else None)
 
 
 def commit_url(repo_url: str, sha: str) -> str | None:
@@ -35,10 +47,14 @@ def commit_url(repo_url: str, sha: str) -> str | None:
 class AdviseStep:
     prefix: str = "x_HUBWATCH"
     osv: OsvClient | None = field(default=None, repr=False)
+    hub_endpoint: str = HUB_URL
 
     @classmethod
-    def from_settings(cls, prefix: str, osv_api: str, *, timeout: float = 10.0) -> AdviseStep:
-        return cls(prefix=prefix, osv=OsvClient(osv_api, timeout=timeout) if osv_api else None)
+    def from_settings(
+        cls, prefix: str, osv_api: str, *, timeout: float = 10.0, hub_endpoint: str = HUB_URL
+    ) -> AdviseStep:
+        return cls(prefix=prefix, osv=OsvClient(osv_api, timeout=timeout) if osv_api else None,
+                   hub_endpoint=hub_endpoint)
 
     def run(
         self, store: Store, repo: RepoRecord, repo_url: str, commit: CommitInfo, base_sha: str | None,
@@ -57,10 +73,11 @@ class AdviseStep:
         related: list[str] = []
         if self.osv is not None:
             related = self.osv.related_ids(head.config, head.generation_config)
+        url, hub = canonical_repo_url(repo, repo_url, self.hub_endpoint)
         record = build_record(
-            prefix=self.prefix, repo_id=repo.id, repo_url=repo_url, commit_url=commit_url(repo_url, commit.sha),
+            prefix=self.prefix, repo_id=repo.id, repo_url=url, commit_url=commit_url(url, commit.sha),
             branch=repo.branch, commit=commit, parent=base_sha, diff=diff, plan_delta=plan_delta,
-            related=related, now=now,
+            related=related, now=now, repository_url=hub,
         )
         return record, tuple(updates)
 

@@ -1,8 +1,10 @@
 """Advisory lifecycle driven by later revisions: a revision that restores what an advisory's
-revision changed adds a ``fixed`` event to that advisory (and bumps its ``modified``)."""
+revision changed adds a ``fixed`` event to that advisory (and bumps its ``modified``), with
+the commits the now bounded range holds as its ``versions``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +22,7 @@ def fixed_updates(
 ) -> list[tuple[dict[str, Any], str]]:
     """Edits for every open advisory whose changed files are back to their earlier content."""
     trees: dict[str, tuple[FileEntry, ...] | None] = {}
+    graph: dict[str, tuple[str, ...]] | None = None
     out: list[tuple[dict[str, Any], str]] = []
     for adv in store.list_advisories(repo_id, limit=MAX_CHECKED):
         record = adv.record
@@ -37,5 +40,32 @@ def fixed_updates(
         if before is None:
             continue
         if restores(paths, content_ids(before, paths), content_ids(head.files, paths)):
-            out.append((add_fixed(record, head_sha, now), f"restored by {head_sha}"))
+            if graph is None:
+                graph = store.commit_graph(repo_id)
+            held = commits_between(graph, adv.sha, head_sha)
+            out.append((add_fixed(record, head_sha, now, affected=held), f"restored by {head_sha}"))
     return out
+
+
+def commits_between(
+    graph: Mapping[str, Sequence[str]], introduced: str, fixed: str
+) -> list[str]:
+    """The stored commits a GIT range ``introduced``..``fixed`` holds: ``introduced`` and its
+    descendants, less those that contain ``fixed`` (the spec's evaluation over the DAG)."""
+    children: dict[str, list[str]] = {}
+    for sha, parents in graph.items():
+        for p in parents:
+            children.setdefault(p, []).append(sha)
+
+    def descendants(root: str) -> set[str]:
+        seen, stack = {root}, [root]
+        while stack:
+            for child in children.get(stack.pop(), ()):
+                if child not in seen:
+                    seen.add(child)
+                    stack.append(child)
+        return seen
+
+    if introduced not in graph:
+        return []
+    return sorted(descendants(introduced) - descendants(fixed))
