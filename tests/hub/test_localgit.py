@@ -61,7 +61,7 @@ def test_bundle_is_mirrored_once_into_work_dir(tmp_path: Path, git_calls: list[l
     bundle = bundle_path("google__gemma-2b-it")
     commits = json.loads(bundle.with_suffix(".json").read_text())["commits"]
     with GitSource(str(bundle), default_repo_id(str(bundle)), work_dir=tmp_path) as src:
-        assert src.repo_id == "google/gemma-2b-it" and src.web_url == str(bundle)
+        assert src.repo_id == "google/gemma-2b-it" and src.web_url == ""  # a bundle: no public URL
         assert src.resolve_head("main") == commits[-1]["sha"]
         assert len(src.list_commits("main").commits) == len(commits)
         assert any(f.path == "config.json" for f in src.list_files(commits[0]["sha"]))
