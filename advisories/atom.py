@@ -1,7 +1,10 @@
 """Stage 7 (emit): Atom 1.0 feeds of OSV advisories (RFC 4287), rendered with Jinja2.
 
-Pure: records and URLs in, bytes out; no clock. One entry per advisory: ``<id>`` is the
-advisory id itself (stable across re-processing, retries and daemons, as DESIGN.md fixes),
+Pure: records and URLs in, bytes out; no clock. One entry per advisory: ``<id>`` is
+``urn:hubwatch:advisory:<advisory id>`` (an absolute IRI, as RFC 4287 wants, built only from
+the advisory id, so it is stable across re-processing, retries, daemons and hosts; readers
+dedupe on it), a repo feed's is ``urn:hubwatch:feed:repo:<org>:<name>``. URN characters
+are RFC 2141's; anything else is percent-encoded.
 ``<updated>`` the record's ``modified``, ``<published>`` its ``published``. Entries are
 ordered by ``modified`` (newest first), then id, so the same records give the same bytes.
 Text is XML-escaped and stripped of characters XML 1.0 cannot carry.
@@ -24,6 +27,25 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 EPOCH = "1970-01-01T00:00:00Z"
 CONTENT_MAX = 20_000
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_URN_SAFE = re.compile(r"[A-Za-z0-9()+,\-.:=@;$_!*']")
+ALL_FEED_IRI = "urn:hubwatch:feed:all"
+
+
+def _urn_part(text: str) -> str:
+    return "".join(
+        ch if _URN_SAFE.fullmatch(ch) and ch != ":" else "".join(f"%{b:02X}" for b in ch.encode())
+        for ch in text
+    )
+
+
+def entry_iri(advisory_id: str) -> str:
+    """The ``<id>`` of an advisory's entry, in every feed: ``urn:hubwatch:advisory:<id>``."""
+    return f"urn:hubwatch:advisory:{_urn_part(advisory_id)}"
+
+
+def repo_feed_iri(repo_id: str) -> str:
+    """The ``<id>`` of a repo's feed: ``urn:hubwatch:feed:repo:<org>:<name>``."""
+    return "urn:hubwatch:feed:repo:" + ":".join(_urn_part(p) for p in repo_id.split("/"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +139,7 @@ def _entry(
         if isinstance(ref, Mapping) and isinstance(ref.get("url"), str)
     ][:5]
     return {
-        "id": rid,
+        "id": entry_iri(rid),
         "title": title,
         "updated": modified,
         "published": rfc3339(record.get("published")),

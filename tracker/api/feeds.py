@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, HTTPException, Request, Response
 
-from advisories.atom import FeedInfo, render_feed
+from advisories.atom import ALL_FEED_IRI, FeedInfo, render_feed, repo_feed_iri
 from storage.records import AdvisoryRecord
 from storage.store import Store
 from tracker.api.views import iso
@@ -36,7 +36,7 @@ def feeds_router(store: Store, settings: Settings) -> APIRouter:
     def all_feed(request: Request) -> Response:
         records = store.list_advisories(limit=FEED_MAX)
         base = str(request.base_url)
-        info = FeedInfo(id="urn:hubwatch:feed:all", title="hubwatch: all advisories",
+        info = FeedInfo(id=ALL_FEED_IRI, title="hubwatch: all advisories",
                         subtitle="Changes to tracked Hugging Face model repos", self_url=base + "feeds/all.atom",
                         html_url=base)
         return _answer(request, info, records, base)
@@ -50,7 +50,7 @@ def feeds_router(store: Store, settings: Settings) -> APIRouter:
         records = store.list_advisories(repo.id, limit=FEED_MAX)
         base = str(request.base_url)
         path = quote(repo.id)
-        info = FeedInfo(id=f"urn:hubwatch:feed:repo:{repo.id}", title=f"hubwatch: {repo.id}",
+        info = FeedInfo(id=repo_feed_iri(repo.id), title=f"hubwatch: {repo.id}",
                         subtitle=f"Advisories for upstream changes of {repo.id}",
                         self_url=f"{base}feeds/{path}.atom", html_url=f"{base}repos/{path}",
                         fallback_updated=iso(repo.added_at) or "1970-01-01T00:00:00Z")
