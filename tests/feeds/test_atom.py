@@ -10,7 +10,6 @@ from datetime import timedelta
 import feedparser
 import pytest
 from fastapi.testclient import TestClient
-
 from rfc3986_validator import validate_rfc3986
 
 from advisories.atom import ALL_FEED_IRI, FeedInfo, entry_iri, render_feed, repo_feed_iri
