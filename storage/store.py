@@ -31,6 +31,7 @@ from storage.tables import (
     RevisionRow,
 )
 from storage.trees import parse_tree
+from tracker.errors import AlreadyTracked
 from tracker.model import Change, ChangeKind, Severity, Snapshot
 from tracker.model.keys import content_key, header_key
 
@@ -73,11 +74,14 @@ class Store:
     # ---------------------------------------------------------------- repos
     def add_repo(
         self, repo_id: str, *, source: str, source_kind: str, branch: str = "main", backfill: str = "all",
-        now: datetime | None = None, repo_url: str | None = None,
+        now: datetime | None = None, repo_url: str | None = None, replace: bool = False,
     ) -> tuple[RepoRecord, bool]:
         """Track a repo (or re-activate an untracked one). Returns (record, created).
 
-        ``repo_url`` (the public URL records name) replaces the stored one only when given.
+        A repo id already tracked (or once tracked) from another source raises
+        :class:`AlreadyTracked` unless ``replace``: reading another repository's history into
+        it would mark every earlier revision unreachable. ``repo_url`` (the public URL records
+        name) replaces the stored one only when given.
         """
         now = now or utcnow()
         with self.session() as s:
@@ -89,6 +93,8 @@ class Store:
                     added_at=now, next_check_at=now, repo_url=repo_url,
                 )
             else:
+                if (row.source, row.source_kind) != (source, source_kind) and not replace:
+                    raise AlreadyTracked(repo_id, f"{row.source} ({row.source_kind})", source)
                 row.active = True
                 row.source, row.source_kind, row.branch = source, source_kind, branch
                 row.next_check_at = now

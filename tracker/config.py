@@ -8,6 +8,7 @@ values it needs) as arguments. Tokens come only from the environment and are red
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -167,19 +168,35 @@ def _section(name: str, raw: Mapping[str, Any], env: Mapping[str, str]) -> Any:
     return cls(**values)
 
 
+#: A Hub repo id, as the Hub allows them (huggingface_hub's validate_repo_id, org/name form).
+REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
+_BRANCH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,254}")
+
+
 def _repos(raw: Any) -> tuple[RepoEntry, ...]:
+    """``[[repos]]``, checked when the settings load: every command refuses a bad entry."""
     if raw is None:
         return ()
     if not isinstance(raw, list):
         raise ConfigError("[[repos]] must be an array of tables")
-    out = []
+    out: list[RepoEntry] = []
     for item in raw:
         if not isinstance(item, dict) or not isinstance(item.get("id"), str):
             raise ConfigError("each [[repos]] entry needs an id = 'org/name'")
+        rid = item["id"]
         extra = set(item) - {"id", "source", "branch"}
         if extra:
-            raise ConfigError(f"[[repos]] {item['id']}: unknown key(s) {', '.join(sorted(extra))}")
-        out.append(RepoEntry(id=item["id"], source=item.get("source"), branch=item.get("branch", "main")))
+            raise ConfigError(f"[[repos]] {rid!r}: unknown key(s) {', '.join(sorted(extra))}")
+        if not REPO_ID.fullmatch(rid) or ".." in rid or rid.endswith(".git"):
+            raise ConfigError(f"[[repos]] id {rid!r}: not an org/name repo id")
+        branch, source = item.get("branch", "main"), item.get("source")
+        if not isinstance(branch, str) or not _BRANCH.fullmatch(branch) or ".." in branch:
+            raise ConfigError(f"[[repos]] {rid}: invalid branch {branch!r}")
+        if source is not None and (not isinstance(source, str) or not source.strip()):
+            raise ConfigError(f"[[repos]] {rid}: source must be a git location or absent")
+        if any(e.id == rid for e in out):
+            raise ConfigError(f"[[repos]] {rid}: listed twice")
+        out.append(RepoEntry(id=rid, source=source, branch=branch))
     return tuple(out)
 
 

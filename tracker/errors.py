@@ -19,6 +19,17 @@ class NotTrackedError(HubwatchError):
     """A command named a repo that is not tracked."""
 
 
+class AlreadyTracked(HubwatchError):
+    """A repo id is tracked from another source; re-pointing it needs an explicit replace."""
+
+    def __init__(self, repo_id: str, existing: str, wanted: str):
+        super().__init__(
+            f"{repo_id} is already tracked from {existing}; not reading {wanted} into it "
+            "(--replace re-points it, marking what the new source lacks unreachable)"
+        )
+        self.repo_id, self.existing, self.wanted = repo_id, existing, wanted
+
+
 class RevisionUnknownError(HubwatchError):
     """A command named a revision that is not stored."""
 

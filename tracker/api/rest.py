@@ -28,6 +28,7 @@ from tracker.api.auth import token_guard
 from tracker.api.rest_subscriptions import subscriptions_router
 from tracker.api.views import repo_json, revision_json
 from tracker.config import Settings
+from tracker.errors import AlreadyTracked
 
 PAGE_DEFAULT, PAGE_MAX = 50, 1000
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
@@ -90,8 +91,11 @@ def rest_router(store: Store, settings: Settings) -> APIRouter:
                  responses={201: {"model": RepoOut}, 200: {"model": RepoOut, "description": "already tracked"}})
     def add_repo(body: RepoIn, response: Response) -> dict[str, Any]:
         repo_id, source, kind = _classify(body)
-        record, created = store.add_repo(repo_id, source=source, source_kind=kind, branch=body.branch,
-                                         backfill=body.backfill)
+        try:
+            record, created = store.add_repo(repo_id, source=source, source_kind=kind, branch=body.branch,
+                                             backfill=body.backfill)
+        except AlreadyTracked as e:
+            raise HTTPException(409, str(e)) from e
         if not created:
             response.status_code = 200
         return repo_json(record)

@@ -35,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--branch", default="main")
     t.add_argument("--backfill", default="all", help="all | none | N (how much history to read first)")
     t.add_argument("--no-read", action="store_true", help="only register; the next poll reads the history")
+    t.add_argument("--replace", action="store_true",
+                   help="re-point an id tracked from another source to this one (what it lacks turns unreachable)")
     t.add_argument("--repo-url", metavar="URL", help="the public URL advisories name (default: the Hub page, or the git remote)")
 
     u = cmd("untrack", "stop tracking a repo; its history is kept", json=True)

@@ -30,9 +30,15 @@ HANDLERS: dict[str, Handler] = {
 }
 
 
+#: Commands that see config.toml's [[repos]] without a daemon having run first.
+SEES_CONFIG_REPOS = frozenset({"repos", "poll", "untrack", "history", "show", "advisories"})
+
+
 def dispatch(args: argparse.Namespace) -> int:
     ctx = Context(args)
     try:
+        if args.command in SEES_CONFIG_REPOS:
+            ctx.sync_config_repos()
         return HANDLERS[args.command](ctx)
     finally:
         if "store" in ctx.__dict__:

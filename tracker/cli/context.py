@@ -65,6 +65,23 @@ class Context:
                 return repo
         raise NotTrackedError(f"not tracked: {source}")
 
+    def sync_config_repos(self) -> int:
+        """Track the repos listed in config.toml; returns how many were added.
+
+        Idempotent, and safe when several daemons start at once (``add_repo`` lets one win); a
+        repo someone untracked stays untracked. ``repos``, ``poll`` and ``untrack`` call it
+        too, so the file's repos are there before any daemon ran.
+        """
+        added = 0
+        for entry in self.settings.repos:
+            if self.store.get_repo(entry.id) is not None:
+                continue
+            source = entry.source or entry.id
+            kind = "git" if entry.source and is_git_location(entry.source) else "hub"
+            _repo, created = self.store.add_repo(entry.id, source=source, source_kind=kind, branch=entry.branch)
+            added += created
+        return added
+
     def emit(self, doc: Any) -> None:
         """Print one JSON document on stdout."""
         json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=str)

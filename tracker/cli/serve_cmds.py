@@ -33,25 +33,6 @@ def serve(ctx: Context) -> int:
     return 0
 
 
-def sync_config_repos(ctx: Context) -> int:
-    """Track the repos listed in config.toml; returns how many were added.
-
-    Idempotent, and safe when several daemons start at once (``add_repo`` lets one win); a
-    repo someone untracked stays untracked.
-    """
-    from tracker.pipeline.sources import is_git_location
-
-    added = 0
-    for entry in ctx.settings.repos:
-        if ctx.store.get_repo(entry.id) is not None:
-            continue
-        source = entry.source or entry.id
-        kind = "git" if entry.source and is_git_location(entry.source) else "hub"
-        _repo, created = ctx.store.add_repo(entry.id, source=source, source_kind=kind, branch=entry.branch)
-        added += created
-    return added
-
-
 def build_daemon(ctx: Context) -> Any:
     """A Daemon configured from ``[schedule]`` and ``[hub]`` (firehose reader included when on)."""
     from tracker.daemon import Daemon, DaemonConfig
@@ -94,7 +75,7 @@ def run(ctx: Context) -> int:
         for noisy in ("httpx", "httpx2", "huggingface_hub", "alembic"):  # a line per request
             logging.getLogger(noisy).setLevel(logging.WARNING)
         logging.getLogger("apscheduler").setLevel(logging.ERROR)  # a line per tick, "skipped: still running"
-    added = sync_config_repos(ctx)
+    added = ctx.sync_config_repos()
     daemon = build_daemon(ctx)
     metrics = Metrics(ctx.store, stats=daemon.stats.snapshot)
     app = create_app(ctx.store, ctx.settings, scheduler_alive=daemon.alive, metrics=metrics)

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from tracker.cli.context import Context
 from tracker.cli.progress import progress_bar
-from tracker.errors import SourceError, UsageError
+from tracker.errors import AlreadyTracked, SourceError, UsageError
 from tracker.pipeline import CheckResult, check_repo
 from tracker.pipeline.sources import is_git_location
 
@@ -50,12 +50,19 @@ def track(ctx: Context) -> int:
     if "/" not in repo_id or repo_id.count("/") != 1:
         raise UsageError(f"a tracked repo needs an org/name id, not {repo_id!r} (use --as ORG/NAME)")
     repo_url = _repo_url(args.repo_url)
+    known = ctx.store.get_repo(repo_id)
+    if known is not None and (known.source, known.source_kind) != (location, kind):
+        if not args.replace:
+            raise AlreadyTracked(repo_id, f"{known.source} ({known.source_kind})", location)
+        print(f"hubwatch: replacing the source of {repo_id}: {known.source} -> {location}; revisions "
+              "the new source does not hold will be marked unreachable and their advisories noted "
+              "as history rewritten", file=sys.stderr)
     src = ctx.sources.open(repo_id, location, kind)
     try:
         src.resolve_head(args.branch)  # refuse to track what cannot be read
         repo, _created = ctx.store.add_repo(
             repo_id, source=location, source_kind=kind, branch=args.branch, backfill=backfill,
-            repo_url=repo_url,
+            repo_url=repo_url, replace=args.replace,
         )
         result = None
         if not args.no_read:
