@@ -232,3 +232,21 @@ def test_bad_repo_id_refused_before_any_request(hub: HubEmulator) -> None:
     with pytest.raises(ValueError):
         HfSource("not a/valid/id", endpoint=hub.url)
     assert hub.count() == 0
+
+
+def test_the_hub_sees_hubwatch_and_its_version(hub: HubEmulator, tiny: Tiny) -> None:
+    """Issue 15 point 7: the user agent is ``hubwatch/<version>``, never ``hubwatch/None``."""
+    from importlib.metadata import version
+
+    import tracker
+
+    assert tracker.__version__ == version("hubwatch")
+    src = HfSource(REPO, endpoint=hub.url, timeout=5)
+    try:
+        src.resolve_head("main")
+        src.list_files(tiny.head)
+    finally:
+        src.close()
+    agents = {r.headers.get("user-agent", "") for r in hub.requests}
+    assert agents and all(f"hubwatch/{tracker.__version__}" in a for a in agents), agents
+    assert not any("hubwatch/None" in a for a in agents)

@@ -22,9 +22,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", metavar="PATH", help="config file (default: HUBWATCH_CONFIG or ./config.toml)")
     p.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    anywhere = argparse.ArgumentParser(add_help=False)  # --debug after the command works too
+    anywhere.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
     def cmd(name: str, help: str, *, json: bool = False) -> argparse.ArgumentParser:
-        sp = sub.add_parser(name, help=help, description=help)
+        sp = sub.add_parser(name, help=help, description=help, parents=[anywhere])
         if json:
             sp.add_argument("--json", action="store_true", help="print one JSON document")
         return sp
@@ -46,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     po = cmd("poll", "one pass now over the named (or all) repos, then deliver pending webhooks", json=True)
     po.add_argument("sources", nargs="*", metavar="SOURCE")
+    po.add_argument("--strict", action="store_true", help="exit 1 when any repo failed (for cron and CI)")
 
     h = cmd("history", "a repo's revisions, newest first", json=True)
     h.add_argument("source", metavar="SOURCE")

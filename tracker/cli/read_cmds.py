@@ -10,7 +10,7 @@ from advisories.rules import apply_rules
 from tracker.api.views import change_json, iso, repo_json, revision_json
 from tracker.cli.context import Context
 from tracker.diff import diff_artifacts
-from tracker.errors import RevisionUnknownError, UsageError
+from tracker.errors import InvalidContent, RevisionUnknownError, UsageError
 from tracker.extract.model_config import parse_model_config
 from tracker.pipeline import stored_artifacts
 from tracker.planner import plan as make_plan
@@ -55,6 +55,12 @@ def history(ctx: Context) -> int:
 
 
 def _revision(ctx: Context, repo_id: str, rev: str) -> Any:
+    """A stored revision by sha or unique prefix; ``HEAD`` or the tracked branch name is its head."""
+    repo = ctx.store.get_repo(repo_id)
+    if repo is not None and rev in ("HEAD", repo.branch):
+        if not repo.head_sha:
+            raise RevisionUnknownError(f"{repo_id}: no revision stored yet")
+        rev = repo.head_sha
     found = ctx.store.get_revision(repo_id, rev)
     if found is None:
         raise RevisionUnknownError(f"{repo_id}: no stored revision {rev!r} (or the prefix is ambiguous)")
@@ -150,7 +156,7 @@ def plan(ctx: Context) -> int:
     for target in ctx.args.targets:
         config = _load_target_config(ctx, target)
         p = make_plan(parse_model_config(config), assumptions=ctx.pipeline_options.plan.assumptions)
-        docs.append(plan_to_json(p))
+        docs.append({"input": target, **plan_to_json(p)})
         texts.append(f"== {target}\n{render_plan_text(p)}")
     if ctx.json:
         ctx.emit(docs[0] if len(docs) == 1 else docs)
@@ -165,10 +171,12 @@ def _load_target_config(ctx: Context, target: str) -> dict[str, Any]:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise UsageError(f"{target}: not a JSON config: {e}") from e
+            raise InvalidContent(f"{target}: not a JSON config: {e}") from e
         if not isinstance(data, dict):
-            raise UsageError(f"{target}: a config.json must hold a JSON object")
+            raise InvalidContent(f"{target}: a config.json must hold a JSON object")
         return data
+    if target.endswith(".json") or target.startswith(("/", ".", "~")) or path.exists():
+        raise InvalidContent(f"no such file: {target}")
     source, _, rev = target.partition("@")
     repo = ctx.resolve_repo(source)
     sha = rev or repo.head_sha

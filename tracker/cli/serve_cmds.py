@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 import threading
 import time
 from typing import Any
@@ -21,15 +22,49 @@ def _configure_logging() -> None:
         root.setLevel(logging.INFO)
 
 
+def _quiet_libraries() -> None:
+    """Below --debug, libraries that log a line per request or migration step stay quiet."""
+    if logging.getLogger().level > logging.DEBUG:
+        for noisy in ("httpx", "httpx2", "huggingface_hub", "alembic"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+        logging.getLogger("apscheduler").setLevel(logging.ERROR)  # a line per tick, "skipped: still running"
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The API's listening socket, bound before anything else starts.
+
+    A busy port or a bad address is one ``hubwatch: error:`` line (exit 1), not a uvicorn
+    traceback after the store was opened.
+    """
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except (OSError, UnicodeError) as e:
+        raise HubwatchError(f"could not listen on {host}:{port}: {e}") from e
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+        sock.listen(2048)
+    except OSError as e:
+        sock.close()
+        raise HubwatchError(f"could not listen on {host}:{port}: {e.strerror or e}") from e
+    sock.set_inheritable(True)
+    return sock
+
+
 def serve(ctx: Context) -> int:
     """The HTTP API alone, on [server] host/port."""
     import uvicorn
 
     from tracker.api.app import create_app
 
+    sock = listen(ctx.settings.server.host, ctx.settings.server.port)
     _configure_logging()
+    _quiet_libraries()
     app = create_app(ctx.store, ctx.settings)
-    uvicorn.run(app, host=ctx.settings.server.host, port=ctx.settings.server.port, log_level="warning")
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
     return 0
 
 
@@ -70,17 +105,15 @@ def run(ctx: Context) -> int:
     from tracker.api.app import create_app
     from tracker.api.metrics import Metrics
 
+    host, port = ctx.settings.server.host, ctx.settings.server.port
+    sock = listen(host, port)
     _configure_logging()
-    if logging.getLogger().level > logging.DEBUG:  # else --debug: keep every line
-        for noisy in ("httpx", "httpx2", "huggingface_hub", "alembic"):  # a line per request
-            logging.getLogger(noisy).setLevel(logging.WARNING)
-        logging.getLogger("apscheduler").setLevel(logging.ERROR)  # a line per tick, "skipped: still running"
+    _quiet_libraries()
     added = ctx.sync_config_repos()
     daemon = build_daemon(ctx)
     metrics = Metrics(ctx.store, stats=daemon.stats.snapshot)
     app = create_app(ctx.store, ctx.settings, scheduler_alive=daemon.alive, metrics=metrics)
-    host, port = ctx.settings.server.host, ctx.settings.server.port
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     stop = threading.Event()
     signals: list[int] = []
 
@@ -92,7 +125,7 @@ def run(ctx: Context) -> int:
         stop.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    api = threading.Thread(target=server.run, name="hubwatch-api", daemon=True)
+    api = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="hubwatch-api", daemon=True)
     api.start()
     while not server.started and api.is_alive() and not stop.is_set():
         time.sleep(0.05)

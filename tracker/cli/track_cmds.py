@@ -147,6 +147,11 @@ def poll(ctx: Context) -> int:
             if r.error:
                 line += f" ({r.error})"
             print(line)
+    failed = [r.repo for r in results if r.status == "error"]
+    if failed and ctx.args.strict:
+        print(f"hubwatch: error: {len(failed)} of {len(results)} repo(s) failed: {', '.join(failed)}",
+              file=sys.stderr)
+        return 1
     return 0
 
 

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from huggingface_hub.utils import build_hf_headers
 
+from tracker import __version__
 from tracker.errors import SourceError, SourceUnavailable
 from tracker.hub._hfhttp import MAX_JSON_BYTES, BodyTooLarge, HubHttp
 
@@ -60,7 +61,7 @@ class Firehose:
     ) -> None:
         self.endpoint = endpoint.rstrip("/")
         self.page_size, self.max_pages, self.overlap = page_size, max_pages, overlap
-        headers = build_hf_headers(token=token, library_name="hubwatch")
+        headers = build_hf_headers(token=token, library_name="hubwatch", library_version=__version__)
         auth = headers.get("authorization", "")
         self._http = HubHttp(self.endpoint, headers, timeout=timeout, repo_id="*",
                              secret=auth.removeprefix("Bearer ") or token)

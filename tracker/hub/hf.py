@@ -21,6 +21,7 @@ from huggingface_hub import HfApi, constants
 from huggingface_hub.errors import HfHubHTTPError
 from huggingface_hub.utils import build_hf_headers, validate_repo_id
 
+from tracker import __version__
 from tracker.errors import EntryNotFound, SourceUnavailable, TooLarge
 from tracker.hub._hferrors import from_status
 from tracker.hub._hfhttp import BodyTooLarge, HubHttp
@@ -46,8 +47,8 @@ class HfSource:
         self._repo_id = repo_id
         self._endpoint = (endpoint or constants.ENDPOINT).rstrip("/")
         self._timeout = timeout
-        self._api = HfApi(endpoint=self._endpoint, token=token, library_name="hubwatch")
-        headers = build_hf_headers(token=token, library_name="hubwatch")
+        self._api = HfApi(endpoint=self._endpoint, token=token, library_name="hubwatch", library_version=__version__)
+        headers = build_hf_headers(token=token, library_name="hubwatch", library_version=__version__)
         headers["Accept-Encoding"] = "identity"  # sizes and ranges are about the stored bytes
         # the token actually sent (maybe implicit, from huggingface_hub's defaults): scrubbed from
         # every server message we put into an exception
