@@ -5,15 +5,19 @@
   with ``webhook-id``, ``webhook-timestamp`` (Unix seconds) and ``webhook-signature``.
 - Destinations are resolved and refused when any address is loopback, private, link-local,
   multicast, unspecified or otherwise not global, unless the caller allows private ones.
-  The check runs again at every delivery (DNS answers change); redirects are never followed.
+  The check runs again at every delivery (DNS answers change) and the POST goes to the
+  addresses that passed it (:mod:`advisories.webhook_http`); redirects are never followed.
+- During a secret rotation a message carries two signatures (new, then old), space-separated
+  as the spec allows, so a receiver verifying with either secret accepts it.
 
-Settings arrive as arguments (layer 2). Imports: stdlib, httpx.
+Settings arrive as arguments (layer 2). Imports: stdlib, httpx, advisories.webhook_http.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import email.utils
 import hashlib
 import hmac
 import ipaddress
@@ -21,6 +25,7 @@ import json
 import re
 import secrets
 import socket
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,10 +33,11 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from advisories.webhook_http import pinned_client
+
 SECRET_PREFIX = "whsec_"
 SECRET_MIN_BYTES, SECRET_MAX_BYTES = 24, 64
 URL_MAX = 2000
-TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 USER_AGENT = "hubwatch-webhooks/0.1"
 
 Resolver = Callable[[str, int], list[str]]
@@ -67,11 +73,14 @@ def sign(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
     return "v1," + base64.b64encode(digest).decode("ascii")
 
 
-def signed_headers(secret: str, msg_id: str, timestamp: int, body: bytes) -> dict[str, str]:
+def signed_headers(secrets: Sequence[str], msg_id: str, timestamp: int, body: bytes) -> dict[str, str]:
+    """The headers of one message, signed with every secret in ``secrets`` (rotation: new, old)."""
+    if isinstance(secrets, str):
+        secrets = (secrets,)
     return {
         "webhook-id": msg_id,
         "webhook-timestamp": str(timestamp),
-        "webhook-signature": sign(secret, msg_id, timestamp, body),
+        "webhook-signature": " ".join(sign(s, msg_id, timestamp, body) for s in secrets),
         "content-type": "application/json",
         "user-agent": USER_AGENT,
     }
@@ -189,35 +198,67 @@ def validate_subscription(url: str, repos: Sequence[str] | None, secret: str | N
 
 
 # ---------------------------------------------------------------- delivery
+RETRY_AFTER_MAX_SECONDS = 24 * 3600.0
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What one POST achieved: ok only for a 2xx answer."""
+    """What one POST achieved: ok only for a 2xx answer; ``retry_after`` from a 429/503."""
 
     ok: bool
     status_code: int | None = None
     error: str | None = None
+    retry_after: float | None = None
+
+    @property
+    def busy(self) -> bool:
+        """The receiver said it is overloaded: wait before sending it anything else."""
+        return self.status_code in (429, 503)
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date), capped at a day."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        seconds = float(value)
+    else:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    return max(0.0, min(seconds, RETRY_AFTER_MAX_SECONDS))
 
 
 def post(
-    client: httpx.Client,
     url: str,
     *,
-    secret: str,
+    secrets: Sequence[str],
     msg_id: str,
     timestamp: int,
     body: bytes,
+    addresses: Sequence[str] = (),
+    deadline_seconds: float = 15.0,
 ) -> Outcome:
-    """One signed POST; never follows redirects, never reads more than the status line."""
-    headers = signed_headers(secret, msg_id, timestamp, body)
+    """One signed POST to ``addresses`` (those the destination check passed), all of it within
+    ``deadline_seconds``; never follows redirects, never reads more than the status line."""
+    headers = signed_headers(secrets, msg_id, timestamp, body)
+    client, _backend = pinned_client(addresses, deadline_seconds=deadline_seconds)
     try:
-        request = client.build_request("POST", url, content=body, headers=headers, timeout=TIMEOUT)
-        response = client.send(request, stream=True, follow_redirects=False)
+        with client:
+            request = client.build_request("POST", url, content=body, headers=headers)
+            response = client.send(request, stream=True, follow_redirects=False)
+            try:
+                code = response.status_code
+                retry_after = parse_retry_after(response.headers.get("retry-after"))
+            finally:
+                response.close()
     except httpx.HTTPError as e:
         return Outcome(False, None, f"{type(e).__name__}: {e}"[:500])
-    try:
-        code = response.status_code
-    finally:
-        response.close()
     if 200 <= code < 300:
         return Outcome(True, code)
-    return Outcome(False, code, f"HTTP {code}")
+    return Outcome(False, code, f"HTTP {code}", retry_after if code in (429, 503) else None)

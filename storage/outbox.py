@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlmodel import Session, col, select
+from sqlmodel import Session, select
 
 from storage.tables import DeliveryRow, SubscriptionRow
 
@@ -23,8 +23,12 @@ def event_payload(record: dict[str, Any], event_type: str) -> dict[str, Any]:
 def enqueue_advisory_event(
     s: Session, repo_id: str, record: dict[str, Any], event_type: str, now: datetime
 ) -> int:
-    """One pending delivery per active subscription that wants ``repo_id``; returns the count."""
-    subs = s.exec(select(SubscriptionRow).where(col(SubscriptionRow.active))).all()
+    """One pending delivery per subscription that wants ``repo_id``; returns the count.
+
+    Disabled subscriptions get theirs too: disabling pauses delivery, it does not drop events,
+    so enabling one again delivers everything that happened meanwhile.
+    """
+    subs = s.exec(select(SubscriptionRow)).all()
     wid = webhook_id(record)
     n = 0
     for sub in subs:

@@ -1,11 +1,8 @@
-"""Webhook subscriptions and the delivery outbox's state machine (stage 6, store).
+"""Webhook subscriptions (stage 6, store): create, list, enable/disable, rotate the secret, delete.
 
-A delivery row is ``pending`` until a POST succeeds (``delivered``) or ``max_attempts``
-POSTs failed (``failed``). Due rows are leased to one deliverer at a time (``FOR UPDATE SKIP
-LOCKED`` on PostgreSQL), so several daemons never send the same attempt twice; a crashed
-deliverer's lease expires and the row is retried (at least once, same ``webhook_id``).
-Every failed attempt counts against the subscription; ``disable_after`` failures in a row
-disable it (with the reason, visible in the API); one success resets the count.
+The outbox rows and their state machine live in :mod:`storage.deliveries`. Disabling keeps
+a subscription's queue; enabling resumes it; deleting refuses to drop queued events unless
+told to.
 """
 
 from __future__ import annotations
@@ -16,13 +13,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, or_, update
+from sqlalchemy import delete, func
 from sqlmodel import col, select
 
+from storage.deliveries import DELIVERED, FAILED, PENDING, resume
 from storage.store import Store
 from storage.tables import DeliveryRow, SubscriptionRow
-
-PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,24 +35,12 @@ class SubscriptionRecord:
     delivered: int = 0
     failed: int = 0
     last_error: str | None = None
+    failing_since: datetime | None = None
+    previous_secret_until: datetime | None = None
 
     @property
     def status(self) -> str:
         return "active" if self.active else "disabled"
-
-
-@dataclass(frozen=True, slots=True)
-class DueDelivery:
-    """A leased delivery with what it takes to send it."""
-
-    id: int
-    subscription_id: str
-    url: str
-    secret: str
-    webhook_id: str
-    event_type: str
-    payload: dict[str, Any]
-    attempts: int
 
 
 def new_subscription_id() -> str:
@@ -89,102 +73,60 @@ def get_subscription(store: Store, sub_id: str) -> SubscriptionRecord | None:
         return None if row is None else _record(row, _counts(s, sub_id).get(sub_id, {}))
 
 
-def delete_subscription(store: Store, sub_id: str) -> bool:
-    """Remove a subscription and its outbox rows (nothing more is sent to it)."""
+class PendingDeliveries(Exception):
+    """Deleting would drop queued events; the caller must say that it means it."""
+
+    def __init__(self, pending: int):
+        super().__init__(f"{pending} deliveries are still queued")
+        self.pending = pending
+
+
+def delete_subscription(store: Store, sub_id: str, *, discard_pending: bool = False) -> int | None:
+    """Remove a subscription and its outbox rows; None when there is none.
+
+    Queued events are never dropped silently: with pending deliveries this raises
+    :class:`PendingDeliveries` unless ``discard_pending``. Returns how many were discarded.
+    """
     with store.session() as s:
         if s.get(SubscriptionRow, sub_id) is None:
-            return False
+            return None
+        pending = int(s.exec(select(func.count()).select_from(DeliveryRow).where(
+            DeliveryRow.subscription_id == sub_id, DeliveryRow.status == PENDING)).one())
+        if pending and not discard_pending:
+            raise PendingDeliveries(pending)
         s.execute(delete(DeliveryRow).where(col(DeliveryRow.subscription_id) == sub_id))
         s.execute(delete(SubscriptionRow).where(col(SubscriptionRow.id) == sub_id))
         s.commit()
-        return True
+        return pending
 
 
-def claim_due(store: Store, owner: str, *, now: datetime, limit: int, lease_seconds: int) -> list[DueDelivery]:
-    """Lease up to ``limit`` due deliveries of active subscriptions, oldest first."""
+def set_active(store: Store, sub_id: str, active: bool, *, now: datetime) -> SubscriptionRecord | None:
+    """Enable (its queue resumes at once, the failure streak starts afresh) or disable a subscription."""
     with store.session() as s:
-        q = (
-            select(DeliveryRow, SubscriptionRow)
-            .join(SubscriptionRow, col(SubscriptionRow.id) == col(DeliveryRow.subscription_id))
-            .where(col(DeliveryRow.status) == PENDING, col(DeliveryRow.next_attempt_at) <= now)
-            .where(col(SubscriptionRow.active))
-            .where(or_(col(DeliveryRow.lease_expires_at).is_(None), col(DeliveryRow.lease_expires_at) < now))
-            .order_by(col(DeliveryRow.next_attempt_at), col(DeliveryRow.id))
-            .limit(limit)
-        )
-        if store.dialect == "postgresql":
-            q = q.with_for_update(skip_locked=True, of=DeliveryRow)
-        rows = s.exec(q).all()
-        until = now + timedelta(seconds=lease_seconds)
-        out = []
-        for d, sub in rows:
-            # a conditional UPDATE: of several deliverers that read the same row, one wins
-            # (SQLite re-reads the row under its write lock; PostgreSQL already locked it)
-            won = s.execute(
-                update(DeliveryRow).where(col(DeliveryRow.id) == d.id, col(DeliveryRow.status) == PENDING)
-                .where(or_(col(DeliveryRow.lease_expires_at).is_(None), col(DeliveryRow.lease_expires_at) < now))
-                .values(lease_owner=owner, lease_expires_at=until)
-            ).rowcount  # type: ignore[attr-defined]
-            if won == 1 and d.id is not None:
-                out.append(DueDelivery(d.id, sub.id, sub.url, sub.secret, d.webhook_id, d.event_type,
-                                       dict(d.payload), d.attempts))
-        s.commit()
-        return out
-
-
-def mark_delivered(store: Store, delivery: DueDelivery, owner: str, *, now: datetime, status_code: int | None) -> None:
-    with store.session() as s:
-        s.execute(
-            update(DeliveryRow).where(col(DeliveryRow.id) == delivery.id, col(DeliveryRow.lease_owner) == owner)
-            .values(status=DELIVERED, attempts=DeliveryRow.attempts + 1, delivered_at=now, last_error=None,
-                    last_status_code=status_code, lease_owner=None, lease_expires_at=None)
-        )
-        s.execute(update(SubscriptionRow).where(col(SubscriptionRow.id) == delivery.subscription_id)
-                  .values(consecutive_failures=0))
-        s.commit()
-
-
-def mark_failed(
-    store: Store, delivery: DueDelivery, owner: str, *, now: datetime, error: str, status_code: int | None,
-    retry_in: float, max_attempts: int, disable_after: int,
-) -> bool:
-    """Record a failed attempt; schedules a retry or gives up. True when the subscription got disabled."""
-    with store.session() as s:
-        row = s.get(DeliveryRow, delivery.id)
-        if row is None or row.lease_owner != owner:
-            return False  # our lease expired and someone else took the row over
-        row.attempts += 1
-        row.last_error = error[:2000]
-        row.last_status_code = status_code
-        row.lease_owner = row.lease_expires_at = None
-        if row.attempts >= max_attempts:
-            row.status = FAILED
-        else:
-            row.next_attempt_at = now + timedelta(seconds=retry_in)
+        row = s.get(SubscriptionRow, sub_id)
+        if row is None:
+            return None
+        if active and not row.active:
+            row.active, row.disabled_reason, row.consecutive_failures, row.failing_since = True, None, 0, None
+            resume(s, sub_id, now)
+        elif not active and row.active:
+            row.active, row.disabled_reason = False, "disabled by request; its queue is kept"
         s.add(row)
-        sub = s.get(SubscriptionRow, delivery.subscription_id)
-        disabled = False
-        if sub is not None:
-            sub.consecutive_failures += 1
-            if sub.active and disable_after > 0 and sub.consecutive_failures >= disable_after:
-                sub.active = False
-                sub.disabled_reason = (
-                    f"disabled after {sub.consecutive_failures} failed deliveries in a row; last: {error}"
-                )[:2000]
-                disabled = True
-            s.add(sub)
         s.commit()
-        return disabled
+    return get_subscription(store, sub_id)
 
 
-def release(store: Store, delivery: DueDelivery, owner: str) -> None:
-    """Give a leased delivery back untried (the pass skipped it)."""
+def rotate_secret(store: Store, sub_id: str, new_secret: str, *, now: datetime, window: timedelta) -> SubscriptionRecord | None:
+    """Sign with ``new_secret`` from now on, and with the old one too until ``now + window``."""
     with store.session() as s:
-        s.execute(
-            update(DeliveryRow).where(col(DeliveryRow.id) == delivery.id, col(DeliveryRow.lease_owner) == owner)
-            .values(lease_owner=None, lease_expires_at=None)
-        )
+        row = s.get(SubscriptionRow, sub_id)
+        if row is None:
+            return None
+        row.previous_secret, row.previous_secret_until = row.secret, now + window
+        row.secret = new_secret
+        s.add(row)
         s.commit()
+    return get_subscription(store, sub_id)
 
 
 def deliveries(store: Store, sub_id: str, *, limit: int = 50) -> list[dict[str, Any]]:
@@ -227,5 +169,6 @@ def _record(row: SubscriptionRow, counts: dict[str, Any]) -> SubscriptionRecord:
         id=row.id, url=row.url, repos=None if row.repos is None else tuple(row.repos), secret=row.secret,
         created_at=row.created_at, active=row.active, consecutive_failures=row.consecutive_failures,
         disabled_reason=row.disabled_reason, pending=counts.get(PENDING, 0), delivered=counts.get(DELIVERED, 0),
-        failed=counts.get(FAILED, 0), last_error=counts.get("last_error"),
+        failed=counts.get(FAILED, 0), last_error=counts.get("last_error"), failing_since=row.failing_since,
+        previous_secret_until=row.previous_secret_until,
     )

@@ -132,6 +132,10 @@ class SubscriptionRow(SQLModel, table=True):
     active: bool = True
     consecutive_failures: int = 0
     disabled_reason: str | None = Field(default=None, sa_column=Column(Text))
+    failing_since: datetime | None = None  # first failure since the last success
+    last_success_at: datetime | None = None
+    previous_secret: str | None = Field(default=None, max_length=200)  # still signs until ...
+    previous_secret_until: datetime | None = None
 
 
 class DeliveryRow(SQLModel, table=True):
@@ -141,6 +145,7 @@ class DeliveryRow(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("subscription_id", "webhook_id", name="uq_deliveries_sub_event"),
         Index("ix_deliveries_due", "status", "next_attempt_at"),
+        Index("ix_deliveries_done", "status", "delivered_at"),
     )
 
     id: int | None = Field(default=None, primary_key=True)

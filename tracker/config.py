@@ -62,8 +62,11 @@ class LimitSettings:
 @dataclass(frozen=True, slots=True)
 class WebhookSettings:
     allow_private_destinations: bool = False
-    max_attempts: int = 8
-    disable_after_failures: int = 20
+    max_attempts: int = 8  # the Standard Webhooks schedule: 8 attempts over ~27 h
+    disable_after_days: float = 5.0  # failing without a success this long disables a subscription
+    timeout_seconds: float = 15.0  # one delivery, connect to status line, wall clock
+    secret_rotation_hours: float = 24.0  # the old secret still signs this long after a rotation
+    retention_days: float = 7.0  # delivered outbox rows are pruned after this
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,5 +246,8 @@ def _validate(s: Settings) -> None:
         raise ConfigError("[schedule] interval_seconds must be at least 1")
     if s.hub.timeout_seconds <= 0:
         raise ConfigError("[hub] timeout_seconds must be positive")
+    hooks = s.webhooks
+    if hooks.max_attempts < 1 or hooks.timeout_seconds <= 0 or hooks.disable_after_days <= 0:
+        raise ConfigError("[webhooks] max_attempts, timeout_seconds and disable_after_days must be positive")
     if not s.advisories.id_prefix.startswith("x_"):
         raise ConfigError("[advisories] id_prefix must start with x_ (OSV's local-database prefix)")

@@ -62,16 +62,43 @@ def test_private_destinations_refused_unless_allowed(sqlite_store, url) -> None:
     assert allowing.post(URL, json={"url": url}, headers=AUTH).status_code == 201
 
 
-def test_disabled_subscription_is_visible(store) -> None:  # type: ignore[no-untyped-def]
-    cfg = settings(max_attempts=2, disable_after_failures=3)
+def test_disabled_subscription_is_visible_and_patch_enables_it(store) -> None:  # type: ignore[no-untyped-def]
+    cfg = settings(disable_after_days=1)
     c = TestClient(create_app(store, cfg))
-    with Receiver(answer=lambda _r, _n: 500) as rx:
+    up: list[bool] = []
+    with Receiver(answer=lambda _r, _n: 204 if up else 500) as rx:
         sub = c.post(URL, json={"url": rx.url}, headers=AUTH).json()
         seed_history(store, n=5)
-        for i in range(4):
-            deliver_pending(store, cfg, now=START + timedelta(days=1, minutes=i))
+        for hours in (0, 12, 25):  # failing for more than a day
+            deliver_pending(store, cfg, now=START + timedelta(days=1, hours=hours))
+        doc = c.get(f"{URL}/{sub['id']}", headers=AUTH).json()
+        assert doc["status"] == "disabled" and doc["consecutive_failures"] >= 3 and doc["failing_since"]
+        assert "without a success" in doc["disabled_reason"] and doc["last_error"] == "HTTP 500"
+        queued = doc["deliveries"]["pending"]
+        assert queued and doc["recent_deliveries"]
+        assert c.get(URL, headers=AUTH).json()[0]["status"] == "disabled"
+        assert c.delete(f"{URL}/{sub['id']}", headers=AUTH).status_code == 409  # its queue is not dropped
+        up.append(True)
+        r = c.patch(f"{URL}/{sub['id']}", json={"status": "active"}, headers=AUTH)
+        assert r.status_code == 200 and r.json()["status"] == "active" and "secret" not in r.json()
+        assert deliver_pending(store, cfg) == queued  # the queue resumes at once
+        rx.verified(sub["secret"])
     doc = c.get(f"{URL}/{sub['id']}", headers=AUTH).json()
-    assert doc["status"] == "disabled" and doc["consecutive_failures"] == 3
-    assert "3 failed deliveries in a row" in doc["disabled_reason"] and doc["last_error"] == "HTTP 500"
-    assert doc["recent_deliveries"] and all(d["attempts"] <= 2 for d in doc["recent_deliveries"])
-    assert c.get(URL, headers=AUTH).json()[0]["status"] == "disabled"
+    assert doc["deliveries"]["pending"] == 0 and doc["failing_since"] is None
+
+
+def test_patch_rotates_the_secret_and_disables(store) -> None:  # type: ignore[no-untyped-def]
+    c = TestClient(create_app(store, settings()))
+    sub = c.post(URL, json={"url": "http://127.0.0.1:9/hook"}, headers=AUTH).json()
+    r = c.patch(f"{URL}/{sub['id']}", json={"rotate_secret": True}, headers=AUTH)
+    doc = r.json()
+    assert r.status_code == 200 and doc["secret"].startswith("whsec_") and doc["secret"] != sub["secret"]
+    assert doc["previous_secret_expires_at"]
+    assert c.patch(f"{URL}/{sub['id']}", json={"status": "disabled"}, headers=AUTH).json()["status"] == "disabled"
+    assert c.patch(f"{URL}/{sub['id']}", json={"status": "gone"}, headers=AUTH).status_code == 400
+    assert c.patch(f"{URL}/{sub['id']}", json={"secret": new_secret()}, headers=AUTH).status_code == 400
+    assert c.patch(f"{URL}/sub_{'0' * 24}", json={"status": "active"}, headers=AUTH).status_code == 404
+    assert c.patch(f"{URL}/{sub['id']}", json={"status": "active"}).status_code == 401
+    seed_history(store, n=2)
+    assert c.delete(f"{URL}/{sub['id']}", headers=AUTH).status_code == 409
+    assert c.delete(f"{URL}/{sub['id']}?discard_pending=true", headers=AUTH).status_code == 204

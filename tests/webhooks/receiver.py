@@ -20,9 +20,10 @@ class Received:
 
 @dataclass
 class Receiver:
-    """``answer(received, n_seen_for_this_id) -> status`` decides each response (default 204)."""
+    """``answer(received, n_seen_for_this_id) -> status | (status, headers)`` decides each
+    response (default 204)."""
 
-    answer: Callable[[Received, int], int] = lambda _r, _n: 204
+    answer: Callable[[Received, int], int | tuple[int, dict[str, str]]] = lambda _r, _n: 204
     requests: list[Received] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -36,8 +37,11 @@ class Receiver:
                 with receiver.lock:
                     seen = sum(1 for r in receiver.requests if r.headers.get("webhook-id") == got.headers.get("webhook-id"))
                     receiver.requests.append(got)
-                status = receiver.answer(got, seen)
+                answered = receiver.answer(got, seen)
+                status, extra = answered if isinstance(answered, tuple) else (answered, {})
                 self.send_response(status)
+                for k, v in extra.items():
+                    self.send_header(k, v)
                 if 300 <= status < 400:
                     self.send_header("Location", "/elsewhere")
                 self.send_header("Content-Length", "0")

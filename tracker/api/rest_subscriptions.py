@@ -3,19 +3,23 @@
 ``POST {"url", "repos": ["org/name"] | null, "secret"?}`` answers 201 with the subscription
 and its ``whsec_`` secret (shown only then); ``GET`` lists them with their status (active or
 disabled, and why), failure count and delivery counts; ``GET /{id}`` adds the newest
-deliveries; ``DELETE /{id}`` removes one and its pending deliveries.
+deliveries; ``PATCH /{id} {"status": "active" | "disabled", "rotate_secret": true, "secret"?}``
+enables (its queue resumes at once) or disables (its queue is kept) a subscription and rotates
+its secret (the old one still signs during ``[webhooks] secret_rotation_hours``);
+``DELETE /{id}`` removes one, but answers 409 while events are queued for it unless
+``?discard_pending=true`` (queued events are never dropped silently).
 """
 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Response
+from fastapi import APIRouter, Depends, HTTPException, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from advisories.webhooks import DestinationRefused, new_secret, validate_subscription
+from advisories.webhooks import DestinationRefused, new_secret, secret_key, validate_subscription
 from storage import subscriptions as subs
 from storage.store import Store
 from tracker.api.auth import token_guard
@@ -30,6 +34,13 @@ class SubscriptionIn(BaseModel):
     url: str = Field(..., min_length=8, max_length=2000, description="http(s) URL the deliveries are POSTed to")
     repos: list[str] | None = Field(None, max_length=1000, description="only these org/name repos; null: all")
     secret: str | None = Field(None, max_length=200, description="a whsec_ secret; default: a new one")
+
+
+class SubscriptionPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    status: Literal["active", "disabled"] | None = Field(None, description="active resumes the queue")
+    rotate_secret: bool = Field(False, description="sign with a new secret; the old one too for a while")
+    secret: str | None = Field(None, max_length=200, description="the new whsec_ secret; default: a new one")
 
 
 def subscriptions_router(store: Store, settings: Settings) -> APIRouter:
@@ -67,10 +78,43 @@ def subscriptions_router(store: Store, settings: Settings) -> APIRouter:
         ]
         return doc
 
-    @router.delete("/{sub_id}", status_code=204)
-    def remove(sub_id: str) -> Response:
+    @router.patch("/{sub_id}")
+    def change(sub_id: str, body: SubscriptionPatch) -> dict[str, Any]:
         found(sub_id)
-        subs.delete_subscription(store, sub_id)
+        if body.secret is not None and not body.rotate_secret:
+            raise HTTPException(400, "a secret is set with rotate_secret: true")
+        try:
+            sub = apply_patch(store, settings, sub_id, status=body.status, rotate=body.rotate_secret,
+                              secret=body.secret)
+        except ValueError as e:
+            raise HTTPException(400, str(e)) from e
+        return subscription_json(sub, with_secret=body.rotate_secret)
+
+    @router.delete("/{sub_id}", status_code=204)
+    def remove(sub_id: str, discard_pending: bool = Query(False)) -> Response:
+        found(sub_id)
+        try:
+            subs.delete_subscription(store, sub_id, discard_pending=discard_pending)
+        except subs.PendingDeliveries as e:
+            raise HTTPException(409, f"{e.pending} deliveries are still queued for {sub_id}: enable it and let "
+                                     "them go out, or delete with ?discard_pending=true") from e
         return Response(status_code=204)
 
     return router
+
+
+def apply_patch(store: Store, settings: Settings, sub_id: str, *, status: str | None, rotate: bool,
+                secret: str | None) -> subs.SubscriptionRecord:
+    """Enable/disable and rotate, as the API's PATCH and the CLI do it; ValueError for a bad secret."""
+    now = datetime.now(UTC)
+    if rotate:
+        new = secret or new_secret()
+        secret_key(new)
+        subs.rotate_secret(store, sub_id, new, now=now,
+                           window=timedelta(hours=settings.webhooks.secret_rotation_hours))
+    if status is not None:
+        subs.set_active(store, sub_id, status == "active", now=now)
+    sub = subs.get_subscription(store, sub_id)
+    if sub is None:
+        raise ValueError(f"no subscription {sub_id!r}")
+    return sub

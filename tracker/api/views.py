@@ -90,6 +90,8 @@ def subscription_json(sub: SubscriptionRecord, *, with_secret: bool = False) -> 
         "disabled_reason": sub.disabled_reason,
         "deliveries": {"pending": sub.pending, "delivered": sub.delivered, "failed": sub.failed},
         "last_error": sub.last_error,
+        "failing_since": iso(sub.failing_since),
+        "previous_secret_expires_at": iso(sub.previous_secret_until),
     }
     if with_secret:
         out["secret"] = sub.secret

@@ -83,9 +83,14 @@ def build_parser() -> argparse.ArgumentParser:
     sb.add_argument("url", metavar="URL")
     sb.add_argument("--repo", action="append", dest="repos", metavar="ORG/NAME", help="only these repos (repeatable)")
     sb.add_argument("--secret", help="a whsec_ secret (default: a new one)")
-    cmd("subscriptions", "list webhook subscriptions", json=True)
+    ss = cmd("subscriptions", "list webhook subscriptions, or enable / disable / rotate-secret ID", json=True)
+    ss.add_argument("action", nargs="?", choices=["enable", "disable", "rotate-secret"],
+                    help="enable resumes the queue; disable keeps it; rotate-secret signs with both for a while")
+    ss.add_argument("id", nargs="?", metavar="ID")
+    ss.add_argument("--secret", help="rotate-secret: the new whsec_ secret (default: a new one)")
     us = cmd("unsubscribe", "remove a webhook subscription", json=True)
     us.add_argument("id", metavar="ID")
+    us.add_argument("--discard-pending", action="store_true", help="drop the events still queued for it")
     return p
 
 

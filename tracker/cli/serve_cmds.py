@@ -82,15 +82,16 @@ def build_daemon(ctx: Context) -> Any:
     )
     firehose = Firehose(hub.endpoint, token=hub.token, timeout=hub.timeout_seconds) if sch.firehose else None
     daemon = Daemon(ctx.store, ctx.sources, ctx.pipeline_options, config, firehose=firehose)
-    daemon.deliver = _deliverer(ctx, lambda outcome: daemon.stats.add("deliveries", key=outcome))
+    daemon.deliver = _deliverer(ctx, daemon)
     return daemon
 
 
-def _deliverer(ctx: Context, on_outcome: Any) -> Any:
-    """One outbox pass per scheduler cycle; outcomes counted for /metrics."""
-    from tracker.delivery import deliver_pending
+def _deliverer(ctx: Context, daemon: Any) -> Any:
+    """The daemon's delivery worker: its own job, beside the polling cycle; outcomes counted for /metrics."""
+    from tracker.delivery import DeliveryWorker
 
-    return lambda: deliver_pending(ctx.store, ctx.settings, on_outcome=on_outcome)
+    return DeliveryWorker(ctx.store, ctx.settings, stop=daemon.stopping,
+                          on_outcome=lambda outcome: daemon.stats.add("deliveries", key=outcome))
 
 
 def run(ctx: Context) -> int:

@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 
 from advisories.webhooks import DestinationRefused, new_secret, validate_subscription
 from storage import subscriptions as subs
-from tracker.api.views import subscription_json
+from tracker.api.rest_subscriptions import apply_patch
+from tracker.api.views import iso, subscription_json
 from tracker.cli.context import Context
 from tracker.errors import HubwatchError, UsageError
 
@@ -35,6 +36,8 @@ def subscribe(ctx: Context) -> int:
 
 
 def subscriptions(ctx: Context) -> int:
+    if ctx.args.action:
+        return _change(ctx)
     rows = subs.list_subscriptions(ctx.store)
     if ctx.json:
         ctx.emit([subscription_json(s) for s in rows])
@@ -53,12 +56,39 @@ def subscriptions(ctx: Context) -> int:
     return 0
 
 
+def _change(ctx: Context) -> int:
+    """subscriptions enable|disable|rotate-secret ID: what PATCH /api/v1/subscriptions/{id} does."""
+    action, sub_id = ctx.args.action, ctx.args.id
+    if not sub_id:
+        raise UsageError(f"subscriptions {action} needs a subscription ID")
+    if subs.get_subscription(ctx.store, sub_id) is None:
+        raise HubwatchError(f"no subscription {sub_id!r}")
+    rotate = action == "rotate-secret"
+    status = None if rotate else ("active" if action == "enable" else "disabled")
+    try:
+        sub = apply_patch(ctx.store, ctx.settings, sub_id, status=status, rotate=rotate, secret=ctx.args.secret)
+    except ValueError as e:
+        raise UsageError(str(e)) from e
+    if ctx.json:
+        ctx.emit(subscription_json(sub, with_secret=rotate))
+    elif rotate:
+        print(f"{sub.id}: new secret {sub.secret}; the old one also signs until {iso(sub.previous_secret_until)}")
+    else:
+        print(f"{sub.id}: {sub.status}, {sub.pending} deliveries queued")
+    return 0
+
+
 def unsubscribe(ctx: Context) -> int:
     sub_id = ctx.args.id
-    if not subs.delete_subscription(ctx.store, sub_id):
+    try:
+        discarded = subs.delete_subscription(ctx.store, sub_id, discard_pending=ctx.args.discard_pending)
+    except subs.PendingDeliveries as e:
+        raise HubwatchError(f"{e.pending} deliveries are still queued for {sub_id}; enable it and let them go "
+                            "out, or pass --discard-pending") from e
+    if discarded is None:
         raise HubwatchError(f"no subscription {sub_id!r}")
     if ctx.json:
-        ctx.emit({"id": sub_id, "removed": True})
+        ctx.emit({"id": sub_id, "removed": True, "discarded": discarded})
     else:
-        print(f"removed {sub_id}")
+        print(f"removed {sub_id}" + (f" ({discarded} queued deliveries discarded)" if discarded else ""))
     return 0

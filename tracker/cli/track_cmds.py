@@ -156,12 +156,11 @@ def poll(ctx: Context) -> int:
 
 
 def _deliver(ctx: Context) -> None:
-    """Deliver pending webhooks after a pass (no-op until subscriptions exist)."""
-    try:
-        from tracker.delivery import deliver_pending
-    except ImportError:
-        return
+    """Deliver pending webhooks after a pass (no-op until subscriptions exist); prune old ones."""
+    from tracker.delivery import deliver_pending, prune
+
     deliver_pending(ctx.store, ctx.settings)
+    prune(ctx.store, ctx.settings)
 
 
 def _result_json(r: CheckResult) -> dict[str, object]:

@@ -100,8 +100,6 @@ class Daemon:
             if self.firehose is not None and not self.stopping.is_set():
                 self._firehose_pass(base)
             results = self._drain(at)
-            if self.deliver is not None and not self.stopping.is_set():
-                self.deliver()
         except Exception:  # the database went away, most likely: /readyz says so; retry next tick
             log.exception("scheduler cycle failed")
             self.stats.add("errors", 1, "cycle")
@@ -347,8 +345,20 @@ class Daemon:
             except Exception as e:
                 log.warning("lease renewal for %s failed: %s", repo_id, e)
 
+    def deliver_once(self) -> None:
+        """One webhook delivery pass: the delivery worker's job, never part of a polling cycle,
+        so a slow receiver cannot delay a poll (issue 10)."""
+        if self.deliver is None or self.stopping.is_set():
+            return
+        try:
+            self.deliver()
+        except Exception:  # the database went away, most likely; the next tick tries again
+            log.exception("webhook delivery pass failed")
+            self.stats.add("errors", 1, "delivery")
+
     def start(self) -> Any:
-        """Start APScheduler: a cycle every tick, lease renewal every third of a lease."""
+        """Start APScheduler: a cycle every tick, lease renewal every third of a lease, and the
+        webhook delivery worker every tick, in a thread of its own."""
         from apscheduler.schedulers.background import BackgroundScheduler
 
         sched = BackgroundScheduler(timezone="UTC")
@@ -356,6 +366,9 @@ class Daemon:
                       max_instances=1, coalesce=True, next_run_time=datetime.now(UTC))
         sched.add_job(self.renew_leases, "interval", seconds=max(1.0, self.config.lease_seconds / 3),
                       id="hubwatch-leases", max_instances=1, coalesce=True)
+        if self.deliver is not None:
+            sched.add_job(self.deliver_once, "interval", seconds=self.config.tick_seconds, id="hubwatch-deliver",
+                          max_instances=1, coalesce=True, next_run_time=datetime.now(UTC))
         sched.start()
         self._scheduler = sched
         return sched
