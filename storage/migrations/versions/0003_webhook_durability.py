@@ -1,7 +1,7 @@
 """webhook durability: failure streaks by time, secret rotation, outbox pruning (issue 10)
 
-Revision ID: 0002
-Revises: 0001
+Revision ID: 0003
+Revises: 0002
 Create Date: 2026-12-01
 """
 from alembic import op
@@ -9,8 +9,8 @@ import sqlalchemy as sa
 import sqlmodel
 
 
-revision = '0002'
-down_revision = '0001'
+revision = '0003'
+down_revision = '0002'
 branch_labels = None
 depends_on = None
 
