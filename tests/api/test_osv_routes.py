@@ -260,3 +260,24 @@ def test_the_export_is_served_byte_for_byte(world: World) -> None:
     assert head.status_code == 200 and head.headers["last-modified"]
     assert world.client.get("/osv/x_HUBWATCH-0000-0000-0000.json").status_code == 404
     assert world.client.get("/osv/..%2Fetc.json").status_code == 404
+
+
+def test_the_export_answers_conditional_gets(world: World) -> None:
+    """Issue 15 point 6: mirrors poll /osv/* with ETag / If-Modified-Since, like the feeds."""
+    record = next(iter(world.reader.all_records()))
+    for path in ("/osv/all.json", "/osv/all.zip", f"/osv/{record['id']}.json"):
+        first = world.client.get(path)
+        etag, last = first.headers["etag"], first.headers["last-modified"]
+        assert etag.startswith('"') and world.client.get(path).headers["etag"] == etag  # stable
+        for headers in ({"If-None-Match": etag}, {"If-None-Match": f'"other", W/{etag}'},
+                        {"If-Modified-Since": last}):
+            cached = world.client.get(path, headers=headers)
+            assert cached.status_code == 304 and cached.content == b"" and cached.headers["etag"] == etag
+        assert world.client.head(path, headers={"If-None-Match": etag}).status_code == 304
+        assert world.client.get(path, headers={"If-None-Match": '"other"'}).status_code == 200
+        stale = world.client.get(path, headers={"If-Modified-Since": "Sat, 01 Jan 2000 00:00:00 GMT"})
+        assert stale.status_code == 200 and stale.content == first.content
+    edited = {**record, "modified": "2027-01-01T00:00:00Z"}
+    world.reader.put(edited)  # type: ignore[attr-defined]
+    changed = world.client.get(f"/osv/{record['id']}.json", headers={"If-Modified-Since": last})
+    assert changed.status_code == 200 and changed.json()["modified"] == "2027-01-01T00:00:00Z"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from email.utils import format_datetime, parsedate_to_datetime
+from email.utils import format_datetime
 from urllib.parse import quote
 
 from fastapi import APIRouter, HTTPException, Request, Response
@@ -19,6 +19,7 @@ from fastapi import APIRouter, HTTPException, Request, Response
 from advisories.atom import ALL_FEED_IRI, FeedInfo, render_feed, repo_feed_iri
 from storage.records import AdvisoryRecord
 from storage.store import Store
+from tracker.api.conditional import not_modified
 from tracker.api.views import iso
 from tracker.config import Settings
 
@@ -65,7 +66,7 @@ def _answer(request: Request, info: FeedInfo, records: Sequence[AdvisoryRecord],
     headers = {"ETag": etag, "Cache-Control": "public, max-age=60"}
     if last is not None:
         headers["Last-Modified"] = format_datetime(last.replace(microsecond=0), usegmt=True)
-    if _not_modified(request, etag, last):
+    if not_modified(request, etag, last):
         return Response(status_code=304, headers=headers)
     body = render_feed(info, [r.record for r in records],
                        entry_link=lambda rid: f"{base}advisories/{quote(rid)}",
@@ -84,21 +85,3 @@ def _etag(self_url: str, records: Sequence[AdvisoryRecord]) -> str:
     for r in records:
         h.update(f"\n{r.id}|{_utc(r.modified).isoformat()}|{r.withdrawn is not None}".encode())
     return f'"{h.hexdigest()[:32]}"'
-
-
-def _not_modified(request: Request, etag: str, last: datetime | None) -> bool:
-    """RFC 9110 section 13.2.2: If-None-Match wins over If-Modified-Since."""
-    inm = request.headers.get("if-none-match")
-    if inm is not None:
-        tags = [t.strip().removeprefix("W/") for t in inm.split(",")]
-        return "*" in tags or etag in tags
-    ims = request.headers.get("if-modified-since")
-    if ims is None or last is None:
-        return False
-    try:
-        since = parsedate_to_datetime(ims)
-    except (TypeError, ValueError):
-        return False
-    if since.tzinfo is None:
-        since = since.replace(tzinfo=UTC)
-    return last.replace(microsecond=0) <= since

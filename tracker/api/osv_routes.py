@@ -22,6 +22,7 @@ Imports: stdlib, fastapi/starlette, advisories.{export,osv,query,schema}, tracke
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -42,6 +43,7 @@ from advisories.query import (
     record_contains_commit,
 )
 from advisories.schema import is_valid_ecosystem
+from tracker.api.conditional import not_modified
 from tracker.api.readers import AdvisoryReader
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -126,23 +128,23 @@ def osv_router(reader: AdvisoryReader, *, max_body_bytes: int = MAX_BODY_BYTES) 
 
     @router.head("/osv/all.json", include_in_schema=False)
     @router.get("/osv/all.json")
-    def export_index() -> Response:
+    def export_index(request: Request) -> Response:
         records = list(reader.all_records())
-        return _static(index_bytes(records), "application/json", records)
+        return _static(request, index_bytes(records), "application/json", records)
 
     @router.head("/osv/all.zip", include_in_schema=False)
     @router.get("/osv/all.zip")
-    def export_zip() -> Response:
+    def export_zip(request: Request) -> Response:
         records = list(reader.all_records())
-        return _static(zip_bytes(records), "application/zip", records)
+        return _static(request, zip_bytes(records), "application/zip", records)
 
     @router.head("/osv/{vuln_id}.json", include_in_schema=False)
     @router.get("/osv/{vuln_id}.json")
-    def export_record(vuln_id: str) -> Response:
+    def export_record(vuln_id: str, request: Request) -> Response:
         record = reader.get(vuln_id) if safe_id(vuln_id) else None
         if record is None:
             return error(404, 5, "Vulnerability not found")
-        return _static(record_bytes(record), "application/json", [record])
+        return _static(request, record_bytes(record), "application/json", [record])
 
     return router
 
@@ -273,10 +275,16 @@ def _json(obj: Any, status: int = 200) -> Response:
     return Response(content=body, status_code=status, media_type="application/json")
 
 
-def _static(body: bytes, media_type: str, records: list[dict[str, Any]]) -> Response:
-    headers = {}
+def _static(request: Request, body: bytes, media_type: str, records: list[dict[str, Any]]) -> Response:
+    """The exported bytes with a strong ``ETag`` (their sha256) and ``Last-Modified`` (the
+    newest ``modified``); 304 when the client's copy is current."""
+    headers = {"ETag": f'"{hashlib.sha256(body).hexdigest()[:32]}"'}
+    last = None
     stamps = [str(r.get("modified", "")) for r in records if r.get("modified")]
     if stamps:
         with contextlib.suppress(ValueError):
-            headers["Last-Modified"] = format_datetime(parse_timestamp(max(stamps)), usegmt=True)
+            last = parse_timestamp(max(stamps))
+            headers["Last-Modified"] = format_datetime(last, usegmt=True)
+    if not_modified(request, headers["ETag"], last):
+        return Response(status_code=304, headers=headers)
     return Response(content=body, media_type=media_type, headers=headers)
