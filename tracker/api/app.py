@@ -104,6 +104,7 @@ _ROUTERS: list[Callable[[FastAPI, Store, Settings], None]] = [
     _include_osv,
     _include_optional("tracker.api.hooks", "hooks_router"),
     _include_optional("tracker.api.rest", "rest_router"),
+    _include_optional("tracker.api.drift", "drift_router"),
     _include_optional("tracker.api.feeds", "feeds_router"),
     _include_optional("tracker.api.pages", "pages_router"),
 ]

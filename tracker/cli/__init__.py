@@ -1,6 +1,7 @@
 """Layer 4: the ``hubwatch`` command line. ``main(argv) -> exit code``; errors mapped in one place.
 
-Exit codes: 0 ok, 1 error (one line on stderr; traceback only with --debug), 2 usage.
+Exit codes: 0 ok, 1 error (one line on stderr; traceback only with --debug), 2 usage,
+3 ``audit`` findings at or above ``--fail-on``.
 ``--json`` prints exactly one JSON document on stdout and nothing else there.
 """
 
@@ -91,6 +92,17 @@ def build_parser() -> argparse.ArgumentParser:
     us = cmd("unsubscribe", "remove a webhook subscription", json=True)
     us.add_argument("id", metavar="ID")
     us.add_argument("--discard-pending", action="store_true", help="drop the events still queued for it")
+
+    au = cmd("audit", "check pinned model revisions (SBOMs, HF cache, models.lock, Python) against the advisories")
+    au.add_argument("inputs", nargs="*", metavar="INPUT", help="files or directories (default: the HF cache); - is stdin")
+    au.add_argument("--server", metavar="URL", help="ask this hubwatch or OSV API instead of the local store")
+    au.add_argument("--format", choices=["text", "json", "sarif", "cyclonedx"], default="text")
+    au.add_argument("--fail-on", default="HIGH", metavar="SEVERITY",
+                    help="exit 3 on a finding at or above: unknown|LOW|MODERATE|HIGH|CRITICAL|none (default HIGH)")
+    au.add_argument("--output", metavar="FILE", help="write the report here instead of stdout")
+    au.add_argument("--offline", action="store_true", help="do not read untracked repos from the Hub (they are unknown)")
+    lk = cmd("lock", "print a models.lock of the tracked heads (like pip freeze)")
+    lk.add_argument("repos", nargs="*", metavar="ORG/NAME")
     return p
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from tracker.cli import advise_cmds, read_cmds, serve_cmds, subscribe_cmds, track_cmds
+from tracker.cli import advise_cmds, audit_cmds, read_cmds, serve_cmds, subscribe_cmds, track_cmds
 from tracker.cli.context import Context
 
 Handler = Callable[[Context], int]
@@ -27,6 +27,8 @@ HANDLERS: dict[str, Handler] = {
     "subscribe": subscribe_cmds.subscribe,
     "subscriptions": subscribe_cmds.subscriptions,
     "unsubscribe": subscribe_cmds.unsubscribe,
+    "audit": audit_cmds.audit,
+    "lock": audit_cmds.lock,
 }
 
 
