@@ -1,12 +1,13 @@
 """Audit: the answer from the local store (no server): the same code path as ``/v1/query``.
 
 For a pinned (repo, revision): the records the OSV routes' ``run_query`` returns for the
-purl ``pkg:huggingface/org/name@<sha>`` over the store (introduced at or before the commit,
-not fixed at or before it, on the stored commit graph), plus :func:`tracker.api.drift.drift`.
+``commit`` over the store (introduced at or before it, not fixed at or before it, on the
+stored commit graph) that are about that repo (whatever Hub or mirror the repo is tracked
+from; on the pin's Hub when the input names one), plus :func:`tracker.api.drift.drift`.
 A repo the store does not hold is handed to ``read_untracked`` (read once from the Hub into
 a scratch store, not tracked); None from it means the Hub does not have the repo either.
 
-Imports: stdlib, storage, advisories.osv, tracker.api (osv_routes, store_reader, drift),
+Imports: stdlib, storage, tracker.api (osv_routes, store_reader, drift),
 tracker.audit.
 """
 
@@ -14,13 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from advisories.osv import purl
 from storage.store import Store
 from tracker.api.drift import drift
 from tracker.api.osv_routes import parse_query, run_query
 from tracker.api.store_reader import StoreAdvisoryReader
 from tracker.audit.pins import Pin
-from tracker.audit.verdicts import Found, Verdict, found_of
+from tracker.audit.verdicts import Found, Verdict, concerns, found_of
 
 ReadUntracked = Callable[[str], "tuple[Store | None, str | None]"]
 
@@ -60,8 +60,8 @@ class StoreAnswer:
         found: tuple[Found, ...] = ()
         if d["known"] or len(sha) == 40:
             reader = StoreAdvisoryReader(store)
-            query = parse_query({"package": {"purl": purl(pin.repo, sha)}})
-            found = tuple(found_of(r, self._url(r["id"])) for r in run_query(reader, query, reader.ancestors_of))
+            records = run_query(reader, parse_query({"commit": sha}), reader.ancestors_of)
+            found = tuple(found_of(r, self._url(r["id"])) for r in records if concerns(r, pin))
         return Verdict(
             pin, sha, known=bool(d["known"]), advisories=found, behind=d["behind"],
             upstream_head=d["upstream_head"], severities_since=d["severities_since"],

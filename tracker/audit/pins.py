@@ -29,6 +29,7 @@ class Pin:
     kind: str  # cyclonedx | spdx | hf-cache | lockfile | python
     line: int | None = None  # 1-based, where the input has lines
     ref: str | None = None  # the moving ref of an unpinned reference ("main", "v1"), if named
+    repository: str | None = None  # the Hub, when the input names one (purl ``repository_url``)
 
     @property
     def pinned(self) -> bool:
@@ -54,7 +55,8 @@ def pin_from_purl(text: str, *, source: str, kind: str, line: int | None = None)
     if not REPO_ID.match(repo):
         return None
     revision, ref = revision_of(purl.version)
-    return Pin(repo, revision, source, kind, line, ref)
+    explicit = "repository_url=" in text.lower()
+    return Pin(repo, revision, source, kind, line, ref, purl.repository if explicit else None)
 
 
 def line_of(text: str, needle: str, start: int = 0) -> tuple[int | None, int]:

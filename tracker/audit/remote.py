@@ -20,14 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import quote, urlparse
+from urllib.parse import quote
 
 import httpx
 
 from advisories.osv import purl
-from advisories.query import parse_purl
 from tracker.audit.pins import COMMIT, Pin
-from tracker.audit.verdicts import Found, Verdict, found_of
+from tracker.audit.verdicts import Found, Verdict, concerns, found_of
 
 BATCH = 1000
 MAX_PAGES = 50
@@ -52,7 +51,8 @@ class ServerAnswer:
         drifts = self._drift(pinned)
         shas = {(p.repo, p.revision): (drifts.get((p.repo, p.revision)) or {}).get("revision") or p.revision
                 for p in pinned}
-        wanted = sorted({(repo, str(sha)) for (repo, _), sha in shas.items() if sha and COMMIT.match(str(sha))})
+        wanted = sorted({(p.repo, p.repository or "", str(shas[(p.repo, p.revision)])) for p in pinned
+                         if COMMIT.match(str(shas[(p.repo, p.revision)]))})
         hits = self._matches(wanted)
         records = {i: self._vuln(i) for i in sorted({i for ids in hits.values() for i in ids})}
         out = []
@@ -62,7 +62,7 @@ class ServerAnswer:
                 continue
             sha = str(shas[(pin.repo, pin.revision)])
             d = drifts.get((pin.repo, pin.revision))
-            matched = sorted(i for i in hits.get((pin.repo, sha), ()) if _concerns(records[i], pin.repo))
+            matched = sorted(i for i in hits.get((pin.repo, pin.repository or "", sha), ()) if concerns(records[i], pin))
             found = tuple(found_of(records[i], self._url(i)) for i in matched)
             out.append(_verdict(pin, sha, found, d))
         return out
@@ -100,13 +100,14 @@ class ServerAnswer:
             out.update({k: r for k, r in zip(chunk, results, strict=True) if isinstance(r, dict)})
         return out
 
-    def _matches(self, wanted: Sequence[tuple[str, str]]) -> dict[tuple[str, str], set[str]]:
-        """(repo, sha) -> ids the server matched, by purl or by commit."""
-        queries: list[tuple[tuple[str, str], dict[str, Any]]] = []
-        for repo, sha in wanted:
-            queries.append(((repo, sha), {"package": {"purl": purl(repo, sha)}}))
-            queries.append(((repo, sha), {"commit": sha}))
-        out: dict[tuple[str, str], set[str]] = {}
+    def _matches(self, wanted: Sequence[tuple[str, str, str]]) -> dict[tuple[str, str, str], set[str]]:
+        """(repo, hub or "", sha) -> ids the server matched, by purl or by commit."""
+        queries: list[tuple[tuple[str, str, str], dict[str, Any]]] = []
+        for repo, hub, sha in wanted:
+            key = (repo, hub, sha)
+            queries.append((key, {"package": {"purl": purl(repo, sha, repository_url=hub or None)}}))
+            queries.append((key, {"commit": sha}))
+        out: dict[tuple[str, str, str], set[str]] = {}
         for start in range(0, len(queries), BATCH):
             chunk = queries[start:start + BATCH]
             for (key, _q), ids in zip(chunk, self._batch([q for _, q in chunk]), strict=True):
@@ -162,23 +163,6 @@ def _verdict(pin: Pin, sha: str, found: tuple[Found, ...], d: Mapping[str, Any] 
         severities_since={str(k): int(v) for k, v in since.items()} if isinstance(since, dict) else {},
         reachable=d.get("reachable") if isinstance(d.get("reachable"), bool) else None, note=note,
     )
-
-
-def _concerns(record: Mapping[str, Any], repo: str) -> bool:
-    """Whether an OSV record is about ``repo`` (purl in ``affected``, or a GIT range's repo URL)."""
-    for affected in record.get("affected") or []:
-        if not isinstance(affected, Mapping):
-            continue
-        for spot in (affected.get("database_specific"), affected.get("package")):
-            p = parse_purl(str((spot or {}).get("purl", ""))) if isinstance(spot, Mapping) else None
-            if p is not None and p.type == "huggingface" and f"{p.namespace}/{p.name}" == repo:
-                return True
-        for rng in affected.get("ranges") or []:
-            if isinstance(rng, Mapping) and rng.get("type") == "GIT":
-                path = urlparse(str(rng.get("repo", ""))).path.strip("/").removesuffix(".git")
-                if path == repo or path.endswith("/" + repo):
-                    return True
-    return False
 
 
 def _int(value: Any) -> int | None:

@@ -18,7 +18,6 @@ from pathlib import Path
 from storage.store import Store, open_store
 from tracker.errors import GatedRepo, RepoNotFound, RevisionNotFound
 from tracker.pipeline import PipelineOptions, check_repo
-from tracker.pipeline.advise_step import AdviseStep
 from tracker.pipeline.sources import SourceFactory
 
 
@@ -28,7 +27,7 @@ class ScratchReader:
     def __init__(self, sources: SourceFactory, options: PipelineOptions) -> None:
         self.sources = sources
         # related PyPI advisories change no audit answer: skip the OSV look-ups
-        self.options = replace(options, advise=AdviseStep(prefix=options.advise.prefix, osv=None))
+        self.options = replace(options, advise=replace(options.advise, osv=None))
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self._store: Store | None = None
 

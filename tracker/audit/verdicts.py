@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlparse
 
+from advisories.query import parse_purl
 from tracker.audit.pins import Pin
 
 LEVELS = ("unknown", "LOW", "MODERATE", "HIGH", "CRITICAL")
@@ -80,6 +82,25 @@ def found_of(record: Mapping[str, Any], url: str | None = None) -> Found:
         id=str(record["id"]), severity=severity_of(record), summary=summary[0] if summary else "",
         modified=_opt(record.get("modified")), published=_opt(record.get("published")), url=url,
     )
+
+
+def concerns(record: Mapping[str, Any], pin: Pin) -> bool:
+    """Whether an OSV record is about the pin's repo: a huggingface purl in ``affected`` names
+    it (on the pin's Hub, when the pin names one), or a GIT range's repo URL ends in it."""
+    for affected in record.get("affected") or []:
+        if not isinstance(affected, Mapping):
+            continue
+        for spot in (affected.get("database_specific"), affected.get("package")):
+            p = parse_purl(str(spot.get("purl", ""))) if isinstance(spot, Mapping) else None
+            if (p is not None and p.type == "huggingface" and f"{p.namespace}/{p.name}" == pin.repo
+                    and pin.repository in (None, p.repository)):
+                return True
+        for rng in affected.get("ranges") or []:
+            if isinstance(rng, Mapping) and rng.get("type") == "GIT" and pin.repository is None:
+                path = urlparse(str(rng.get("repo", ""))).path.strip("/").removesuffix(".git")
+                if path == pin.repo or path.endswith("/" + pin.repo):
+                    return True
+    return False
 
 
 def parse_fail_on(text: str) -> str:
