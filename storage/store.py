@@ -34,6 +34,7 @@ from storage.trees import parse_tree
 from tracker.errors import AlreadyTracked
 from tracker.model import Change, ChangeKind, Severity, Snapshot
 from tracker.model.keys import content_key, header_key
+from tracker.model.locations import strip_credentials
 
 
 def open_store(url: str, *, run_migrations: bool = True) -> Store:
@@ -82,8 +83,10 @@ class Store:
         :class:`AlreadyTracked` unless ``replace``: reading another repository's history into
         it would mark every earlier revision unreachable. ``repo_url`` (the public URL records
         name) replaces the stored one only when given.
+        Credentials in a URL source are stripped here, so no entry point can store them.
         """
         now = now or utcnow()
+        source = strip_credentials(source)
         with self.session() as s:
             row = s.get(RepoRow, repo_id)
             created = row is None
@@ -378,6 +381,8 @@ class Store:
     def get_revision(self, repo_id: str, rev: str) -> RevisionRecord | None:
         """One revision by full sha or a unique prefix (at least 4 hex digits), with plan."""
         rev = rev.strip().lower()
+        if not rev or rev.strip("0123456789abcdef"):
+            return None  # never a LIKE pattern: "%" or "_" must not match (issue 16)
         with self.session() as s:
             q = select(RevisionRow).where(RevisionRow.repo_id == repo_id)
             if len(rev) >= 40:

@@ -51,6 +51,15 @@ class ServerSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ApiSettings:
+    """What the HTTP API accepts from its clients (issue 16)."""
+
+    allow_git_sources: bool = False  # POST /api/v1/repos takes Hub ids only unless true
+    public_url: str = ""  # absolute links and redirects use this, never the client's Host
+    max_body_bytes: int = 1_048_576  # request bodies past this are refused before they are read
+
+
+@dataclass(frozen=True, slots=True)
 class LimitSettings:
     max_file_bytes: int = 2_000_000
     max_tokenizer_bytes: int = 25_165_824
@@ -72,6 +81,7 @@ class WebhookSettings:
 @dataclass(frozen=True, slots=True)
 class HookSettings:
     secret: str = field(default="", repr=False)
+    allow_query_secret: bool = False  # accept ?secret= besides the X-Webhook-Secret header
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +118,7 @@ class Settings:
     hub: HubSettings = HubSettings()
     schedule: ScheduleSettings = ScheduleSettings()
     server: ServerSettings = ServerSettings()
+    api: ApiSettings = ApiSettings()
     limits: LimitSettings = LimitSettings()
     webhooks: WebhookSettings = WebhookSettings()
     hooks: HookSettings = HookSettings()
@@ -122,6 +133,7 @@ _SECTIONS: dict[str, type[Any]] = {
     "hub": HubSettings,
     "schedule": ScheduleSettings,
     "server": ServerSettings,
+    "api": ApiSettings,
     "limits": LimitSettings,
     "webhooks": WebhookSettings,
     "hooks": HookSettings,
@@ -249,5 +261,9 @@ def _validate(s: Settings) -> None:
     hooks = s.webhooks
     if hooks.max_attempts < 1 or hooks.timeout_seconds <= 0 or hooks.disable_after_days <= 0:
         raise ConfigError("[webhooks] max_attempts, timeout_seconds and disable_after_days must be positive")
+    if s.api.public_url and not s.api.public_url.startswith(("http://", "https://")):
+        raise ConfigError("[api] public_url must be an http(s) URL")
+    if s.api.max_body_bytes < 1024:
+        raise ConfigError("[api] max_body_bytes must be at least 1024")
     if not s.advisories.id_prefix.startswith("x_"):
         raise ConfigError("[advisories] id_prefix must start with x_ (OSV's local-database prefix)")

@@ -22,7 +22,7 @@ import uvicorn
 from advisories.osv import build_record, withdraw
 from storage.records import NewRevision
 from storage.store import Store
-from tracker.config import ServerSettings, Settings, WebhookSettings
+from tracker.config import ApiSettings, ServerSettings, Settings, WebhookSettings
 from tracker.model import Change, ChangeKind, CommitInfo, RevisionDiff, Severity
 
 START = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -114,8 +114,9 @@ def _plan(i: int) -> dict[str, Any]:
     }
 
 
-def settings(*, token: str | None = TOKEN, allow_private: bool = True, **webhooks: Any) -> Settings:
-    return Settings(server=ServerSettings(api_token=token),
+def settings(*, token: str | None = TOKEN, allow_private: bool = True, public_url: str = "http://testserver",
+             **webhooks: Any) -> Settings:
+    return Settings(server=ServerSettings(api_token=token), api=ApiSettings(public_url=public_url),
                     webhooks=replace(WebhookSettings(allow_private_destinations=allow_private), **webhooks))
 
 

@@ -83,6 +83,9 @@ def test_the_secret_is_required_and_compared_in_constant_time(
     assert calls == [(SECRET.encode(), b"s3cret-webhooK")]
     assert not due(store)
     by_query = client.post(f"/hooks/huggingface?secret={SECRET}", json=push())
+    assert by_query.status_code == 401 and not due(store)  # the query form only when configured
+    allowing = TestClient(create_app(store, Settings(hooks=HookSettings(secret=SECRET, allow_query_secret=True))))
+    by_query = allowing.post(f"/hooks/huggingface?secret={SECRET}", json=push())
     assert by_query.status_code == 200 and due(store)
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from fastapi.testclient import TestClient
 
 from tests.api.data import TOKEN, seed_history, settings, sha_of
 from tracker.api.app import create_app
+from tracker.config import ApiSettings
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -32,12 +35,16 @@ def test_repo_writes_need_the_token(store, client) -> None:  # type: ignore[no-u
     assert r.status_code == 201
     assert r.json()["id"] == "org/model" and r.json()["source_kind"] == "hub" and r.json()["status"] == "new"
     assert client.post("/api/v1/repos", json={"source": "org/model"}, headers=AUTH).status_code == 200
-    r = client.post("/api/v1/repos", json={"source": "/srv/mirrors/llama", "as": "meta/llama"}, headers=AUTH)
+    # a local path is never a source over the API (issue 16); git URLs only when allowed
+    _error(client.post("/api/v1/repos", json={"source": "/srv/mirrors/llama", "as": "meta/llama"}, headers=AUTH), 403)
+    git = TestClient(create_app(store, replace(settings(), api=ApiSettings(allow_git_sources=True))))
+    r = git.post("/api/v1/repos", json={"source": "https://93.184.215.14/mirrors/llama.git", "as": "meta/llama"},
+                 headers=AUTH)
     assert r.status_code == 201 and r.json()["source_kind"] == "git" and r.json()["id"] == "meta/llama"
-    r = client.post("/api/v1/repos", json={"source": "/srv/x/google__gemma-2b-it.bundle"}, headers=AUTH)
+    r = git.post("/api/v1/repos", json={"source": "https://93.184.215.14/google/gemma-2b-it.git"}, headers=AUTH)
     assert r.json()["id"] == "google/gemma-2b-it"
     assert [x["id"] for x in client.get("/api/v1/repos").json()] == ["google/gemma-2b-it", "meta/llama", "org/model"]
-    assert store.get_repo("meta/llama").source == "/srv/mirrors/llama"
+    assert store.get_repo("meta/llama").source == "https://93.184.215.14/mirrors/llama.git"
     _error(client.delete("/api/v1/repos/org/model"), 401)
     assert client.delete("/api/v1/repos/org/model", headers=AUTH).status_code == 204
     _error(client.delete("/api/v1/repos/org/model", headers=AUTH), 404)

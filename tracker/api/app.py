@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from storage.store import Store
+from tracker.api.guard import RequestGuard
 from tracker.api.metrics import Metrics
 from tracker.config import Settings
 
@@ -28,10 +29,12 @@ def create_app(
 ) -> FastAPI:
     app = FastAPI(title="hubwatch", version="0.1.0",
                   description="Upstream change tracker and advisory daemon for Hugging Face model repos.")
+    app.router.redirect_slashes = False  # its redirects are built from the client's Host header
     app.state.store = store
     app.state.settings = settings
     app.state.metrics = metrics or Metrics(store)
     _install_error_shape(app)
+    app.add_middleware(RequestGuard, max_body=settings.api.max_body_bytes, api_token=settings.server.api_token)
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict[str, str]:

@@ -36,7 +36,7 @@ def feeds_router(store: Store, settings: Settings) -> APIRouter:
     @router.head("/all.atom", include_in_schema=False)
     def all_feed(request: Request) -> Response:
         records = store.list_advisories(limit=FEED_MAX)
-        base = str(request.base_url)
+        base = public_base(settings, request)
         info = FeedInfo(id=ALL_FEED_IRI, title="hubwatch: all advisories",
                         subtitle="Changes to tracked Hugging Face model repos", self_url=base + "feeds/all.atom",
                         html_url=base)
@@ -49,7 +49,7 @@ def feeds_router(store: Store, settings: Settings) -> APIRouter:
         if repo is None:
             raise HTTPException(404, f"not tracked: {org}/{name}")
         records = store.list_advisories(repo.id, limit=FEED_MAX)
-        base = str(request.base_url)
+        base = public_base(settings, request)
         path = quote(repo.id)
         info = FeedInfo(id=repo_feed_iri(repo.id), title=f"hubwatch: {repo.id}",
                         subtitle=f"Advisories for upstream changes of {repo.id}",
@@ -58,6 +58,17 @@ def feeds_router(store: Store, settings: Settings) -> APIRouter:
         return _answer(request, info, records, base)
 
     return router
+
+
+def public_base(settings: Settings, request: Request) -> str:
+    """The absolute base of our links: ``[api] public_url``, else the configured listen address;
+    never the client's ``Host`` header, which anyone can set (issue 16)."""
+    root = request.scope.get("root_path", "").rstrip("/")
+    if settings.api.public_url:
+        return f"{settings.api.public_url.rstrip('/')}{root}/"
+    host = settings.server.host
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{settings.server.port}{root}/"
 
 
 def _answer(request: Request, info: FeedInfo, records: Sequence[AdvisoryRecord], base: str) -> Response:

@@ -1,8 +1,8 @@
 """``POST /hooks/huggingface``: Hub webhooks mark a tracked repo due at once.
 
 The Hub sends its secret verbatim in ``X-Webhook-Secret`` (no HMAC; hub-api.md §16), so it
-is compared in constant time; ``?secret=`` works too, for receivers behind proxies that drop
-headers. The payload is parsed leniently by hand: huggingface_hub's own model drops
+is compared in constant time; ``?secret=`` works too when ``[hooks] allow_query_secret`` is
+set, for receivers behind proxies that drop headers (off by default: URLs land in logs). The payload is parsed leniently by hand: huggingface_hub's own model drops
 ``headSha`` and rejects unknown actions and versions. Unknown events are acknowledged (200)
 and ignored, so the Hub does not retry them. A push is only a hint: the daemon confirms
 with its own head check, so a forged or replayed payload costs one request, never a record.
@@ -104,7 +104,9 @@ def hooks_router(store: Store, settings: Settings) -> APIRouter:
         if not expected:
             outcome("disabled")
             raise HTTPException(403, "inbound webhooks are disabled: set [hooks] secret or HUBWATCH_WEBHOOK_SECRET")
-        given = request.headers.get("x-webhook-secret") or request.query_params.get("secret")
+        given = request.headers.get("x-webhook-secret")
+        if given is None and settings.hooks.allow_query_secret:  # a query string ends up in access logs
+            given = request.query_params.get("secret")
         if given is None:
             outcome("unauthorized")
             raise HTTPException(401, "missing X-Webhook-Secret")

@@ -8,12 +8,13 @@ Routes (osv.dev's shapes, docs/api of google/osv.dev):
   answers ``{"vulns": [record, ...]}``, or ``{}`` when nothing matched. Withdrawn records
   are left out. ``page_token`` is accepted and ignored: every match comes in one page.
 - ``POST /v1/querybatch``: ``{"queries": [...]}`` (at most 1,000) answers
-  ``{"results": [{"vulns": [{"id", "modified"}]} | {}, ...]}`` in query order.
+  ``{"results": [{"vulns": [{"id", "modified"}]} | {}, ...]}`` in query order. A batch has a
+  time budget (``BATCH_SECONDS``) and at most two run at once; past it, 429 (code 8).
 - ``GET|HEAD /osv/all.json``, ``/osv/{id}.json``, ``/osv/all.zip``: the export of
   :mod:`advisories.export`, byte for byte, with ``Last-Modified``.
 
 Errors are ``{"code": <gRPC status>, "message": ...}`` (3 invalid argument, 5 not found,
-8 too large). Request bodies are parsed as JSON whatever the Content-Type (pip-audit sends
+8 too large or too much work). Request bodies are parsed as JSON whatever the Content-Type (pip-audit sends
 none). The reader is called in a worker thread; the app (tracker.api) mounts this router.
 
 Imports: stdlib, fastapi/starlette, advisories.{export,osv,query,schema}, tracker.api.readers.
@@ -25,6 +26,8 @@ import contextlib
 import hashlib
 import json
 import re
+import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from email.utils import format_datetime
@@ -48,6 +51,9 @@ from tracker.api.readers import AdvisoryReader
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 MAX_BATCH = 1000
+BATCH_SECONDS = 5.0  # the work one querybatch may do, checked between its queries
+# Batches run at most two at a time, so concurrent batches cannot hold every worker thread.
+_BATCH_SLOTS = threading.BoundedSemaphore(2)
 _HEX = re.compile(r"[0-9a-fA-F]{4,64}")
 # purl types whose packages live in an OSV ecosystem: type -> (ecosystem, name joiner)
 _PURL_ECOSYSTEMS = {
@@ -80,9 +86,11 @@ class Query:
     version: str | None = None
 
 
-def osv_router(reader: AdvisoryReader, *, max_body_bytes: int = MAX_BODY_BYTES) -> APIRouter:
+def osv_router(reader: AdvisoryReader, *, max_body_bytes: int = MAX_BODY_BYTES,
+               batch_seconds: float | None = None) -> APIRouter:
     """The router of the OSV routes over ``reader``."""
     router = APIRouter(tags=["osv"])
+    budget = BATCH_SECONDS if batch_seconds is None else batch_seconds
 
     @router.get("/v1/vulns/{vuln_id}")
     def get_vuln(vuln_id: str) -> Response:
@@ -119,10 +127,20 @@ def osv_router(reader: AdvisoryReader, *, max_body_bytes: int = MAX_BODY_BYTES) 
             return error(400, 3, str(exc))
         ancestors = _ancestors(reader)
 
-        def run_all() -> list[list[dict[str, Any]]]:
-            return [run_query(reader, q, ancestors) for q in parsed]
+        def run_all() -> list[list[dict[str, Any]]] | None:
+            """None when the batch ran past its time budget (issue 16, point 9)."""
+            with _BATCH_SLOTS:
+                deadline = time.monotonic() + budget
+                out = []
+                for q in parsed:
+                    if time.monotonic() > deadline:
+                        return None
+                    out.append(run_query(reader, q, ancestors))
+                return out
 
         results = await run_in_threadpool(run_all)
+        if results is None:
+            return error(429, 8, f"The batch took over {budget:g} s; send fewer queries per batch.")
         short = [[{"id": v["id"], "modified": v["modified"]} for v in r] for r in results]
         return _json({"results": [{"vulns": v} if v else {} for v in short]})
 

@@ -17,7 +17,8 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from storage.store import Store
 from tracker.api.page_views import markdown_blocks, plan_summary, view
-from tracker.api.views import iso, revision_json
+from tracker.api.rest import cursor_value
+from tracker.api.views import iso, public_error, revision_json
 from tracker.config import Settings
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -46,7 +47,7 @@ def pages_router(store: Store, settings: Settings) -> APIRouter:
         u = urls(request)
         repos = [{
             "id": r.id, "status": r.status, "head": r.head_sha, "revisions": r.revisions,
-            "last_poll": iso(r.last_poll_at), "last_error": r.last_error, "url": u.repo(r.id),
+            "last_poll": iso(r.last_poll_at), "last_error": public_error(r.last_error_kind, r.last_error), "url": u.repo(r.id),
             "head_url": u.revision(r.id, r.head_sha) if r.head_sha and r.revisions else None,
             "feed_url": u.feed(r.id), "badge_url": u.badge(r.id),
         } for r in store.list_repos()]
@@ -62,7 +63,7 @@ def pages_router(store: Store, settings: Settings) -> APIRouter:
         repo = store.get_repo(f"{org}/{name}")
         if repo is None:
             return not_found(request, f"{org}/{name} is not tracked.")
-        before = int(cursor) if cursor and cursor.isdigit() else None
+        before = cursor_value(cursor)
         size = min(limit, PAGE_MAX)
         revs = store.history(repo.id, limit=size + 1, before_seq=before)
         u = urls(request)

@@ -26,6 +26,7 @@ from storage.store import Store
 from tracker.api import compute
 from tracker.api.auth import token_guard
 from tracker.api.rest_subscriptions import subscriptions_router
+from tracker.api.source_policy import check_git_source
 from tracker.api.views import repo_json, revision_json
 from tracker.config import Settings
 from tracker.errors import AlreadyTracked
@@ -33,6 +34,16 @@ from tracker.errors import AlreadyTracked
 PAGE_DEFAULT, PAGE_MAX = 50, 1000
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 REV = re.compile(r"^[0-9a-fA-F]{4,64}$")
+CURSOR = re.compile(r"^[0-9]{1,10}$")
+CURSOR_MAX = 2**31 - 1  # revisions.seq is a 32-bit INTEGER on PostgreSQL
+
+
+def cursor_value(text: str | None) -> int | None:
+    """A cursor's arrival order, or None unless it is 1 to CURSOR_MAX in ASCII digits."""
+    if not text or not CURSOR.match(text):
+        return None
+    value = int(text)
+    return value if 1 <= value <= CURSOR_MAX else None
 BACKFILL = re.compile(r"^(all|none|[1-9][0-9]{0,6})$")
 BADGE_COLORS = {"CRITICAL": "critical", "HIGH": "orange", "MODERATE": "yellow", "LOW": "informational"}
 
@@ -91,6 +102,9 @@ def rest_router(store: Store, settings: Settings) -> APIRouter:
                  responses={201: {"model": RepoOut}, 200: {"model": RepoOut, "description": "already tracked"}})
     def add_repo(body: RepoIn, response: Response) -> dict[str, Any]:
         repo_id, source, kind = _classify(body)
+        if kind == "git":
+            check_git_source(source, allow_git=settings.api.allow_git_sources,
+                             allow_private=settings.webhooks.allow_private_destinations)
         try:
             record, created = store.add_repo(repo_id, source=source, source_kind=kind, branch=body.branch,
                                              backfill=body.backfill)
@@ -186,9 +200,10 @@ def rest_router(store: Store, settings: Settings) -> APIRouter:
 def _cursor(cursor: str | None) -> int | None:
     if cursor in (None, ""):
         return None
-    if not cursor.isdigit() or int(cursor) < 1:
+    value = cursor_value(cursor)
+    if value is None:
         raise HTTPException(400, f"invalid cursor {cursor[:40]!r}: pass next_cursor of the previous page")
-    return int(cursor)
+    return value
 
 
 def _classify(body: RepoIn) -> tuple[str, str, str]:

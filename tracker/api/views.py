@@ -8,6 +8,7 @@ from typing import Any
 from storage.records import RepoRecord, RevisionRecord
 from storage.subscriptions import SubscriptionRecord
 from tracker.model import Change
+from tracker.model.locations import strip_credentials
 
 
 def iso(ts: datetime | None) -> str | None:
@@ -58,11 +59,33 @@ def revision_json(rev: RevisionRecord, *, detail: bool = False) -> dict[str, Any
     return out
 
 
-def repo_json(repo: RepoRecord) -> dict[str, Any]:
-    """One entry of ``repos --json`` (and of ``GET /api/v1/repos``)."""
+#: What the public API says about a failed check, by error kind: our own words, never git's
+#: or the database's (issue 16, point 2: git's text was a port-scan oracle and named paths).
+PUBLIC_ERRORS = {
+    "not_found": "the repository was not found, or is not accessible",
+    "gated": "the repository is gated and the configured token has no access",
+    "revision_not_found": "the tracked branch does not exist",
+    "entry_not_found": "a listed file could not be read",
+    "rate_limited": "the source asked us to slow down; retrying later",
+    "unavailable": "the source could not be reached; retrying later",
+    "too_large": "the repository is over a configured size limit",
+    "database": "the result could not be stored; retrying",
+    "invalid": "the repository location is not valid",
+}
+
+
+def public_error(kind: str | None, text: str | None) -> str | None:
+    """``last_error`` as the public API and pages show it (the operator's CLI shows ``text``)."""
+    if text is None and kind is None:
+        return None
+    return PUBLIC_ERRORS.get(kind or "", "the check failed; the daemon's log has the details")
+
+
+def repo_json(repo: RepoRecord, *, public: bool = True) -> dict[str, Any]:
+    """One entry of ``repos --json`` (``public=False``) and of ``GET /api/v1/repos``."""
     return {
         "id": repo.id,
-        "source": repo.source,
+        "source": strip_credentials(repo.source),
         "source_kind": repo.source_kind,
         "branch": repo.branch,
         "head": repo.head_sha,
@@ -71,7 +94,7 @@ def repo_json(repo: RepoRecord) -> dict[str, Any]:
         "last_poll": iso(repo.last_poll_at),
         "last_success": iso(repo.last_success_at),
         "last_change": iso(repo.last_change_at),
-        "last_error": repo.last_error,
+        "last_error": public_error(repo.last_error_kind, repo.last_error) if public else repo.last_error,
         "last_error_kind": repo.last_error_kind,
         "failures": repo.failures,
         "next_check": iso(repo.next_check_at),

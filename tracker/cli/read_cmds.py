@@ -20,7 +20,7 @@ from tracker.planner import plan_to_json, render_plan_text
 def repos(ctx: Context) -> int:
     rows = ctx.store.list_repos()
     if ctx.json:
-        ctx.emit([repo_json(r) for r in rows])
+        ctx.emit([repo_json(r, public=False) for r in rows])
         return 0
     if not rows:
         print("no repos tracked; start with: hubwatch track ORG/NAME")

@@ -73,7 +73,7 @@ def track(ctx: Context) -> int:
     if ctx.json:
         from tracker.api.views import repo_json
 
-        doc = repo_json(repo)
+        doc = repo_json(repo, public=False)
         if result is not None:
             doc["poll"] = _result_json(result)
         ctx.emit(doc)

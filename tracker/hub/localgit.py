@@ -39,6 +39,7 @@ from tracker.hub._gitrepo import GitRepo
 from tracker.hub._lfsstore import open_lfs_object, read_whole_verified
 from tracker.hub.interface import CommitListing
 from tracker.model import CommitInfo, FileEntry
+from tracker.model.locations import strip_credentials, strip_credentials_in
 
 _NOT_FOUND = re.compile(
     r"not found|does not appear to be a git repository|does not exist|not a git repository"
@@ -111,6 +112,7 @@ class GitSource:
         if location.startswith("-") or _REMOTE_HELPER.match(location):
             raise RepoNotFound(f"invalid git location {location!r}", repo_id=repo_id)
         self._location = location
+        self._shown = strip_credentials(location)  # what messages and OSV records may show
         self._repo_id = repo_id
         self._timeout = timeout
         self._remote = _is_remote(location)
@@ -234,7 +236,7 @@ class GitSource:
             try:
                 prefix = read_blob_prefix(repo.path, oid, start + length, timeout=self._timeout)
             except GitFailed as e:
-                raise SourceUnavailable(f"{self._repo_id}: {e}", repo_id=self._repo_id) from e
+                raise SourceUnavailable(self._scrub(f"{self._repo_id}: {e}"), repo_id=self._repo_id) from e
             return prefix[start:]
         with self._lfs_object(repo, sha, path, ptr.sha256, ptr.size) as f:
             f.seek(start)
@@ -253,14 +255,18 @@ class GitSource:
         self.close()
 
     def __repr__(self) -> str:
-        return f"GitSource({self._location!r}, {self._repo_id!r})"
+        return f"GitSource({self._shown!r}, {self._repo_id!r})"
 
     # -- internals ---------------------------------------------------------------------------
     def _git(self, args: list[str], cwd: Path | None) -> bytes:
         try:
             return run_git(args, cwd=cwd, timeout=self._timeout, what=self._repo_id)
         except GitFailed as e:
-            raise SourceUnavailable(f"{self._repo_id}: {e}", repo_id=self._repo_id) from e
+            raise SourceUnavailable(self._scrub(f"{self._repo_id}: {e}"), repo_id=self._repo_id) from e
+
+    def _scrub(self, text: str) -> str:
+        """git's words with any credentials of the location taken out."""
+        return strip_credentials_in(text.replace(self._location, self._shown))
 
     def _check_rev(self, rev: str) -> None:
         if not rev or len(rev) > 255 or _BAD_REV.search(rev):
@@ -288,9 +294,9 @@ class GitSource:
     def _remote_error(self, e: GitFailed) -> Exception:
         if _NOT_FOUND.search(e.stderr):
             return RepoNotFound(
-                f"{self._repo_id}: no git repository at {self._location}", repo_id=self._repo_id
+                f"{self._repo_id}: no git repository at {self._shown}", repo_id=self._repo_id
             )
-        return SourceUnavailable(f"{self._repo_id}: {e}", repo_id=self._repo_id)
+        return SourceUnavailable(self._scrub(f"{self._repo_id}: {e}"), repo_id=self._repo_id)
 
     def _ls_remote(self, branch: str) -> str:
         try:
