@@ -131,3 +131,14 @@ def test_git_ancestry_checked_apart(tracked: Tracked, monkeypatch) -> None:  # t
         code, doc = _audit(t, "--fail-on", "none", "-")
         assert code == 0 and doc["models"][0]["source"] == "-"
         assert (t.adv in [a["id"] for a in doc["models"][0]["advisories"]]) == expected
+
+
+def test_spdx_input_end_to_end(tracked: Tracked, tmp_path: Path) -> None:
+    from tests.audit.sboms import spdx_bom
+
+    t = tracked
+    path = spdx_bom(tmp_path / "sbom.spdx.json", [("org/model", t.shas[0]), ("org/model", t.shas[2])])
+    code, doc = _audit(t, str(path))
+    assert code == 3
+    assert [[a["id"] for a in m["advisories"]] for m in doc["models"]] == [[], [t.adv]]
+    assert all(m["kind"] == "spdx" and m["line"] for m in doc["models"])

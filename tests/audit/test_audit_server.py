@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 
 from storage import open_store
 from tests.api.data import free_port, serve_app
@@ -14,7 +15,7 @@ from tests.audit.conftest import Tracked, write_lock
 from tests.audit.sboms import cyclonedx_bom
 from tests.e2e.cli_helpers import Cli
 from tracker.api.app import create_app
-from tracker.api.osv_routes import osv_router
+from tracker.api.osv_routes import osv_router, parse_query, run_query
 from tracker.api.readers import MemoryAdvisoryReader
 from tracker.config import load_settings
 
@@ -75,3 +76,32 @@ def test_unreachable_server_is_one_line_exit_1(tmp_path: Path) -> None:
     r = cli("audit", "--server", f"http://127.0.0.1:{free_port()}", str(lock))
     assert r.code == 1 and r.out == "" and r.err.count("\n") == 1 and "cannot reach" in r.err
     assert cli("audit", "--server", "ftp://x", str(lock)).code == 2
+
+
+def test_server_refusing_huggingface_purls_is_asked_by_commit(tmp_path: Path) -> None:
+    x, y = "6" * 40, "7" * 40
+    record = {"id": "OSV-GIT", "modified": "2026-01-01T00:00:00Z", "summary": "s",
+              "database_specific": {"severity": "HIGH"},
+              "affected": [{"ranges": [{"type": "GIT", "repo": "https://huggingface.co/org/model",
+                                        "events": [{"introduced": x}]}]}]}
+    reader = MemoryAdvisoryReader([record], {y: [x]})
+    app = FastAPI()
+    asked: list[dict] = []  # type: ignore[type-arg]
+
+    @app.post("/v1/querybatch")
+    async def strict(request: Request) -> JSONResponse:  # osv.dev-like: unknown purl types are invalid
+        body = await request.json()
+        asked.append(body)
+        if any("package" in q for q in body["queries"]):
+            return JSONResponse({"code": 3, "message": "Invalid query."}, status_code=400)
+        results = [run_query(reader, parse_query(q), reader.ancestors_of) for q in body["queries"]]
+        return JSONResponse({"results": [{"vulns": [{"id": v["id"]} for v in r]} if r else {} for r in results]})
+
+    app.include_router(osv_router(reader))
+    lock = write_lock(tmp_path / "models.lock", [("org/model", y)])
+    cli = Cli(tmp_path, f"sqlite:///{tmp_path / 'none.db'}")
+    with serve_app(app) as url:
+        r = cli("audit", "--server", url, "--format", "json", str(lock))
+    assert r.code == 3, r.err
+    assert [a["id"] for a in json.loads(r.out)["models"][0]["advisories"]] == ["OSV-GIT"]
+    assert len(asked) == 2 and all("commit" in q for q in asked[1]["queries"])

@@ -132,3 +132,16 @@ def test_unknown_content_is_an_input_error(tmp_path: Path) -> None:
             read_input(str(tmp_path / name))
     with pytest.raises(InputError, match="cannot read"):
         read_input(str(tmp_path / "missing.json"))
+
+
+def test_cyclonedx_ml_bom_subject_in_metadata(tmp_path: Path) -> None:
+    doc = {"bomFormat": "CycloneDX", "specVersion": "1.6", "version": 1,
+           "components": [{"type": "data", "name": "train", "purl": "pkg:huggingface/org/other@" + B}],
+           "metadata": {"component": {"type": "machine-learning-model", "name": "model",
+                                      "purl": f"pkg:huggingface/org/model@{A.upper()}"}}}
+    path = tmp_path / "mlbom.json"
+    path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    pins = read_input(str(path)).pins
+    assert [(p.repo, p.revision) for p in pins] == [("org/model", A), ("org/other", B)]
+    lines = path.read_text().splitlines()
+    assert all(p.line and p.repo in lines[p.line - 1] for p in pins)

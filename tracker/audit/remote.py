@@ -3,7 +3,8 @@
 Any osv.dev-compatible API: per pinned revision, ``POST /v1/querybatch`` with two queries,
 the purl ``pkg:huggingface/org/name@<sha>`` and the bare ``commit`` (a server indexing GIT
 ranges only answers the second; its hits count when the record names this repo, by purl or
-by the range's repo URL), ``next_page_token`` followed; then ``GET /v1/vulns/{id}`` once per
+by the range's repo URL; a server that rejects the purl with 400 is asked by commit alone),
+``next_page_token`` followed; then ``GET /v1/vulns/{id}`` once per
 id for severity and summary. The server decides containment, with ``/v1/query``'s semantics.
 
 A hubwatch server also answers ``POST /api/v1/drift`` (:mod:`tracker.api.drift`): known or
@@ -34,6 +35,10 @@ MAX_PAGES = 50
 
 class AuditServerError(RuntimeError):
     """The server could not be asked, or did not answer as an OSV API does."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class ServerAnswer:
@@ -79,7 +84,7 @@ class ServerAnswer:
 
     def _json(self, r: httpx.Response, path: str) -> Any:
         if r.status_code != 200:
-            raise AuditServerError(f"{self.base}{path}: HTTP {r.status_code}: {r.text[:200]}")
+            raise AuditServerError(f"{self.base}{path}: HTTP {r.status_code}: {r.text[:200]}", r.status_code)
         try:
             return r.json()
         except ValueError as e:
@@ -101,11 +106,23 @@ class ServerAnswer:
         return out
 
     def _matches(self, wanted: Sequence[tuple[str, str, str]]) -> dict[tuple[str, str, str], set[str]]:
-        """(repo, hub or "", sha) -> ids the server matched, by purl or by commit."""
+        """(repo, hub or "", sha) -> ids the server matched, by purl or by commit.
+
+        A server that refuses ``huggingface`` purls as invalid (400) is asked by commit only.
+        """
+        try:
+            return self._ask(wanted, with_purls=True)
+        except AuditServerError as e:
+            if e.status != 400:
+                raise
+            return self._ask(wanted, with_purls=False)
+
+    def _ask(self, wanted: Sequence[tuple[str, str, str]], *, with_purls: bool) -> dict[tuple[str, str, str], set[str]]:
         queries: list[tuple[tuple[str, str, str], dict[str, Any]]] = []
         for repo, hub, sha in wanted:
             key = (repo, hub, sha)
-            queries.append((key, {"package": {"purl": purl(repo, sha, repository_url=hub or None)}}))
+            if with_purls:
+                queries.append((key, {"package": {"purl": purl(repo, sha, repository_url=hub or None)}}))
             queries.append((key, {"commit": sha}))
         out: dict[tuple[str, str, str], set[str]] = {}
         for start in range(0, len(queries), BATCH):

@@ -1,7 +1,7 @@
 """Audit inputs: CycloneDX (1.4-1.6) and SPDX 2.3 JSON SBOMs, read as the tools write them.
 
-CycloneDX: every component (nested ones too) whose ``purl`` is a ``pkg:huggingface`` purl,
-whatever its ``type`` (``machine-learning-model`` is usual). SPDX: every package whose
+CycloneDX: every component (nested ones, and ``metadata.component``, too) whose ``purl`` is
+a ``pkg:huggingface`` purl, whatever its ``type`` (``machine-learning-model`` is usual). SPDX: every package whose
 ``externalRefs`` hold such a purl (``referenceType: purl``, category ``PACKAGE-MANAGER`` or
 ``PACKAGE_MANAGER``). The line of each pin is the line where its purl first appears after the
 previous one, so a report can point into the file.
@@ -26,8 +26,16 @@ def is_spdx(doc: Any) -> bool:
 
 
 def cyclonedx_pins(doc: Mapping[str, Any], text: str, source: str) -> list[Pin]:
-    """The huggingface pins of a CycloneDX document."""
-    return _located(_cyclonedx_purls(doc.get("components")), text, source, "cyclonedx")
+    """The huggingface pins of a CycloneDX document (an ML-BOM's own model in
+    ``metadata.component`` too)."""
+    metadata = doc.get("metadata")
+    subject = metadata.get("component") if isinstance(metadata, Mapping) else None
+
+    def purls() -> Iterator[str]:
+        yield from _cyclonedx_purls([subject] if isinstance(subject, Mapping) else None)
+        yield from _cyclonedx_purls(doc.get("components"))
+
+    return _located(purls(), text, source, "cyclonedx")
 
 
 def spdx_pins(doc: Mapping[str, Any], text: str, source: str) -> list[Pin]:
@@ -63,6 +71,8 @@ def _located(purls: Iterator[str], text: str, source: str, kind: str) -> list[Pi
             continue
         # the purl as the file spells it (JSON may escape '/'); fall back to no line
         line, offset = line_of(text, purl, offset)
+        if line is None:  # written before the previous one (metadata after components)
+            line, _ = line_of(text, purl)
         pin = pin_from_purl(purl, source=source, kind=kind, line=line)
         if pin is not None:
             out.append(pin)
