@@ -32,3 +32,17 @@ def test_untracked_repo_is_read_once_and_not_tracked(tmp_path: Path) -> None:
         assert cli.ok("repos", "--json").json() == []  # nothing got tracked
         offline = cli("audit", "--offline", "--format", "json", str(lock))
         assert offline.code == 0 and all(m["known"] is False for m in json.loads(offline.out)["models"])
+
+
+def test_unreachable_hub_leaves_untracked_repos_unknown(tmp_path: Path) -> None:
+    from tests.api.data import free_port
+
+    lock = write_lock(tmp_path / "models.lock", [("acme/tiny", "8" * 40)])
+    endpoint = f"http://127.0.0.1:{free_port()}"
+    cli = Cli(tmp_path / "cli", f"sqlite:///{tmp_path / 'hw.db'}",
+              extra_config=f'[hub]\nendpoint = "{endpoint}"\ntimeout_seconds = 5\n')
+    r = cli("audit", "--format", "json", str(lock))
+    assert r.code == 0, r.err
+    (model,) = json.loads(r.out)["models"]
+    assert model["known"] is False and "could not be read" in model["note"]
+    assert cli("audit", "--fail-on", "unknown", str(lock)).code == 3

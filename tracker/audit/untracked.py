@@ -3,8 +3,8 @@
 ``hubwatch audit`` must not need ``track`` first: for a repo the store lacks, the pipeline
 reads its whole history once (as ``track`` would) into one SQLite database in a temporary
 directory that lives as long as the audit. The user's store is never written. A repo the
-Hub does not have (or will not show us) is reported unknown; a Hub we cannot reach is an
-error (exit 1), since saying "clean" then would be a lie.
+Hub does not have, will not show us, or cannot be read from right now is reported unknown
+with the reason (never "clean"), and ``--fail-on unknown`` fails on it.
 
 Imports: stdlib, storage, tracker.errors, tracker.pipeline.
 """
@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from storage.store import Store, open_store
-from tracker.errors import GatedRepo, RepoNotFound, RevisionNotFound
+from tracker.errors import GatedRepo, RepoNotFound, RevisionNotFound, SourceError
 from tracker.pipeline import PipelineOptions, check_repo
 from tracker.pipeline.sources import SourceFactory
 
@@ -41,6 +41,8 @@ class ScratchReader:
             return None, f"not tracked, and not on the Hub ({e})"
         except GatedRepo as e:
             return None, f"not tracked, and gated on the Hub ({e})"
+        except SourceError as e:  # unreachable, rate limited, 5xx: unknown, with the reason
+            return None, f"not tracked, and the Hub could not be read ({e})"
         finally:
             src.close()
         return store, None
