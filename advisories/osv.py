@@ -341,6 +341,9 @@ def restores(
     return bool(wanted) and all(before.get(p) == later.get(p) for p in wanted)
 
 
+#: The topic of a pickle importing code-running globals (tracker.diff.topics).
+DANGEROUS_PICKLE = "weights.pickle.dangerous_imports"
+
 # --- Markdown and helpers --------------------------------------------------------------------
 
 
@@ -355,6 +358,8 @@ def _summary(repo_id: str, sha: str, flagged: Sequence[Change]) -> str:
         parts.append("history rewritten")
     if kinds:
         parts.append(join([KIND_LABEL[k] for k in kinds]) + " changed")
+    if any(DANGEROUS_PICKLE in c.topics for c in flagged):  # issue 13: said first, not buried
+        parts.insert(0, "pickle with dangerous imports")
     return fit(f"{one_line(repo_id)} {sha[:7]}: {'; '.join(parts)}", SUMMARY_MAX)
 
 

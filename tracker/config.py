@@ -64,6 +64,8 @@ class LimitSettings:
     max_file_bytes: int = 2_000_000
     max_tokenizer_bytes: int = 25_165_824
     max_header_bytes: int = 25_000_000
+    max_gguf_header_bytes: int = 33_554_432
+    max_pickle_bytes: int = 16_777_216
     max_json_depth: int = 32
     max_files: int = 100_000
 

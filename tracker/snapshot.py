@@ -15,10 +15,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tracker.errors import EntryNotFound, InvalidContent, TooLarge
-from tracker.extract.paths import is_content_path, is_safetensors
+from tracker.extract.paths import is_content_path, is_safetensors, reads_inside
 from tracker.hub.interface import HubSource
+from tracker.hub.weight_ranges import read_gguf_digest, read_pickle_digest
 from tracker.model import FileEntry, Snapshot
-from tracker.model.keys import content_error_key, content_key, header_error_key, header_key
+from tracker.model.keys import (
+    content_error_key,
+    content_key,
+    digest_error_key,
+    digest_key,
+    header_error_key,
+    header_key,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +35,8 @@ class SnapshotLimits:
     max_tokenizer_bytes: int = 25_165_824
     max_header_bytes: int = 25_000_000
     max_files: int = 100_000
+    max_gguf_header_bytes: int = 33_554_432  # a GGUF header, token lists included
+    max_pickle_bytes: int = 16_777_216  # a data.pkl member, or a legacy pickle's prefix
 
     def cap_for(self, path: str) -> int:
         name = path.rsplit("/", 1)[-1]
@@ -53,13 +63,19 @@ def take_snapshot(
         )
     contents: dict[str, bytes] = {}
     headers: dict[str, bytes] = {}
+    digests: dict[str, bytes] = {}
     errors: dict[str, str] = {}
     for entry in tree:
         if is_safetensors(entry.path):
             _read_header(source, sha, entry, limits, known, headers, errors)
+        elif reads_inside(entry.path):
+            _read_inside(source, sha, entry, limits, known, digests, errors)
         elif is_content_path(entry.path):  # over its cap: recorded as such by _read_small
             _read_small(source, sha, entry, limits, known, contents, errors)
-    return Snapshot(sha=sha, files=tuple(tree), contents=contents, safetensors_headers=headers, read_errors=errors)
+    return Snapshot(
+        sha=sha, files=tuple(tree), contents=contents, safetensors_headers=headers, read_errors=errors,
+        weight_digests=digests,
+    )
 
 
 def _read_small(
@@ -115,6 +131,36 @@ def _read_header(
     except EntryNotFound:
         # The same words whatever the source said, so git and HTTP histories agree.
         errors[entry.path] = "safetensors header not readable: the source does not serve the weights object"
+
+
+def _read_inside(
+    source: HubSource,
+    sha: str,
+    entry: FileEntry,
+    limits: SnapshotLimits,
+    known: BlobLookup,
+    out: dict[str, bytes],
+    errors: dict[str, str],
+) -> None:
+    """A GGUF header or a pickle's imports, by Range, once per content id (issue 13)."""
+    cached = known(digest_key(entry))
+    if cached is not None:
+        out[entry.path] = cached
+        return
+    failed = known(digest_error_key(entry))
+    if failed is not None:
+        errors[entry.path] = failed.decode("utf-8", "replace")
+        return
+    kind = reads_inside(entry.path)
+    try:
+        if kind == "gguf":
+            out[entry.path] = read_gguf_digest(source, sha, entry, limits.max_gguf_header_bytes)
+        else:
+            out[entry.path] = read_pickle_digest(source, sha, entry, limits.max_pickle_bytes)
+    except (TooLarge, InvalidContent) as e:
+        errors[entry.path] = str(e)
+    except EntryNotFound:
+        errors[entry.path] = f"{kind} weights not readable: the source does not serve the weights object"
 
 
 def read_safetensors_header(source: HubSource, sha: str, entry: FileEntry, max_header_bytes: int) -> bytes:

@@ -16,6 +16,7 @@ from dataclasses import replace
 from tracker.diff import topics as t
 from tracker.diff.code import diff_code
 from tracker.diff.documents import diff_documents
+from tracker.diff.gguf import diff_gguf
 from tracker.diff.sides import Sides
 from tracker.diff.templates import diff_templates, is_template_file
 from tracker.diff.tokenizer import diff_tokenizer_files
@@ -78,6 +79,7 @@ def diff_artifacts(
     changes += diff_tokenizer_files(sides)
     changes += diff_templates(sides)
     changes += diff_weights(sides)
+    changes += diff_gguf(sides)
     changes += diff_code(sides)
     covered = _covered(changes)
     for path, op in sides.changed_paths().items():

@@ -36,7 +36,7 @@ def is_template_file(path: str) -> bool:
     return path in TEMPLATE_FILES or (path.startswith(TEMPLATE_DIR) and path.endswith(".jinja"))
 
 
-def _hints(old: str, new: str) -> list[str]:
+def edit_hints(old: str, new: str) -> list[str]:
     """Short words on what an edit did, for the summary line."""
     hints = []
     ob, nb = bool(_BOS_FIRST.match(old)), bool(_BOS_FIRST.match(new))
@@ -51,6 +51,18 @@ def _hints(old: str, new: str) -> list[str]:
             hints.append(f"now uses {label}")
         elif o and not n:
             hints.append(f"no longer uses {label}")
+    return hints
+
+
+def change_hints(old: str, new: str, probes: int, differ: int, rendered: bool) -> list[str]:
+    """The edit hints plus what rendering showed, for a changed template's summary."""
+    hints = edit_hints(old, new)
+    if rendered:
+        hints.append(
+            f"rendered prompt differs on {differ} of {probes} probes"
+            if differ
+            else "rendered prompts unchanged"
+        )
     return hints
 
 
@@ -116,13 +128,7 @@ def _change(sides: Sides, name: str, index: int) -> Change | None:
     if op == "changed":
         assert old is not None and new is not None
         detail["text"] = unified(old, new, src_old or path, src_new or path)
-        hints = _hints(old, new)
-        if allowed:
-            hints.append(
-                f"rendered prompt differs on {differ} of {len(rows)} probes"
-                if differ
-                else "rendered prompts unchanged"
-            )
+        hints = change_hints(old, new, len(rows), differ, allowed)
         summary = f"chat template '{name}' changed: " + "; ".join(hints)
         topic = t.CHAT_TEMPLATE_CHANGED
     elif op == "added":

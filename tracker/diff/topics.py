@@ -22,6 +22,7 @@ CONFIG_OTHER = "config.other"
 CONFIG_BOOKKEEPING = "config.bookkeeping"
 CONFIG_FORMAT = "config.format"
 CONFIG_UNREADABLE = "config.unreadable"
+CONFIG_GGUF_METADATA = "config.gguf_metadata"
 
 # generation_config.json
 GENERATION_TOKEN_IDS = "generation.token_ids"
@@ -70,6 +71,13 @@ WEIGHTS_INDEX = "weights.index"
 WEIGHTS_INDEX_TENSORS = "weights.index.tensors"
 WEIGHTS_INDEX_FORMAT = "weights.index.format"
 WEIGHTS_UNREADABLE = "weights.unreadable"
+WEIGHTS_QUANT = "weights.quant"
+WEIGHTS_PICKLE_DANGEROUS = "weights.pickle.dangerous_imports"
+WEIGHTS_PICKLE_UNKNOWN = "weights.pickle.unknown_imports"
+WEIGHTS_PICKLE_BENIGN = "weights.pickle.tensor_imports_only"
+HUB_SCAN_FLAGGED = "hub_scan.flagged"
+HUB_SCAN_CLEARED = "hub_scan.cleared"
+HUB_SCAN_OTHER = "hub_scan.other"
 
 # custom code
 CODE_AUTO_MAP_ADDED = "code.auto_map_target.added"

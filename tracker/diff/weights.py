@@ -15,6 +15,7 @@ from typing import Any
 from tracker.diff import topics as t
 from tracker.diff.sides import Sides
 from tracker.model import Change, ChangeKind, WeightFile, WeightManifest
+from tracker.model.inside import PickleScan
 
 MAX_TENSORS_SHOWN = 200
 _INDEX_SUFFIXES = (
@@ -66,12 +67,48 @@ def _file_change(
     else:
         summary = f"{label} {op}: {path} ({f.format}, {gb(f.size)})"
     detail: dict[str, Any] = {"op": op, "format": f.format, "old": _side(old), "new": _side(new)}
+    if f.format == "pickle" and new is not None and new.pickle is not None:
+        words, extra = pickle_words(new.pickle)
+        summary += f"; {words}"
+        topics += extra
+        detail["pickle_imports"] = pickle_detail(new.pickle)
     if old is not None and new is not None and old.tensors is not None and new.tensors is not None:
         detail["tensors"] = compare_tables(
             {x.name: (x.dtype, x.shape, path) for x in old.tensors},
             {x.name: (x.dtype, x.shape, path) for x in new.tensors},
         )
-    return Change(ChangeKind.WEIGHTS, path, summary, tuple(sorted(topics)), detail=detail)
+    return Change(ChangeKind.WEIGHTS, path, summary, tuple(sorted(set(topics))), detail=detail)
+
+
+def pickle_words(scan: PickleScan) -> tuple[str, list[str]]:
+    """What a pickle's imports say, and their topics: dangerous ones named first."""
+    if scan.error is not None:
+        return f"imports not listed ({scan.error})", []
+    dangerous = [i.qualname for i in scan.by_verdict("dangerous")]
+    unknown = [i.qualname for i in scan.by_verdict("unknown")]
+    cut = "" if scan.complete else " (in the part read)"
+    if dangerous:
+        words = f"DANGEROUS imports{cut}: {', '.join(dangerous[:5])}"
+        if unknown:
+            words += f"; unknown imports: {', '.join(unknown[:3])}"
+        return words, [t.WEIGHTS_PICKLE_DANGEROUS]
+    if unknown:
+        return f"unknown imports{cut}: {', '.join(unknown[:5])}", [t.WEIGHTS_PICKLE_UNKNOWN]
+    if not scan.complete:
+        return "imports only tensor-rebuild globals in the part read", [t.WEIGHTS_PICKLE_BENIGN]
+    return "imports only tensor-rebuild globals", [t.WEIGHTS_PICKLE_BENIGN]
+
+
+def pickle_detail(scan: PickleScan) -> dict[str, Any]:
+    return {
+        "container": scan.container,
+        "members": list(scan.members),
+        "complete": scan.complete,
+        "error": scan.error,
+        "imports": [{"global": i.qualname, "verdict": i.verdict} for i in scan.imports[:200]],
+        "dangerous": [i.qualname for i in scan.by_verdict("dangerous")],
+        "unknown": [i.qualname for i in scan.by_verdict("unknown")],
+    }
 
 
 def tensor_table(manifest: WeightManifest) -> Table | None:

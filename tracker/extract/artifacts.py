@@ -104,7 +104,9 @@ def extract_artifacts(snapshot: Snapshot, *, max_json_depth: int = MAX_JSON_DEPT
             templates.take_from_json_file(ct_json, found)
     templates.take_jinja_files(contents, found)
     issues.extend(found.issues)
-    weights = build_manifest(files, contents, snapshot.safetensors_headers, issues)
+    weights = build_manifest(
+        files, contents, snapshot.safetensors_headers, issues, snapshot.weight_digests
+    )
     return Artifacts(
         files=files,
         config=_json_object(contents, paths.CONFIG, issues, d),

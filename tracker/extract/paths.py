@@ -168,3 +168,17 @@ def weight_format(path: str) -> str | None:
         if name.endswith(suffix):
             return fmt
     return None
+
+
+#: Pickle files whose imports are listed (torch.save checkpoints, training_args.bin, pickles).
+_PICKLE_READ_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
+
+
+def reads_inside(path: str) -> str | None:
+    """``gguf`` / ``pickle`` when the snapshot reads inside this weight file by Range, else None."""
+    name = _name(path).lower()
+    if name.endswith(".gguf"):
+        return "gguf"
+    if weight_format(path) == "pickle" and name.endswith(_PICKLE_READ_SUFFIXES):
+        return "pickle"
+    return None

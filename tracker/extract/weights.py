@@ -11,7 +11,9 @@ from collections.abc import Mapping
 
 from tracker.errors import InvalidContent
 from tracker.extract import paths
+from tracker.extract.gguf import load_gguf_digest
 from tracker.extract.jsonsafe import load_json
+from tracker.extract.pickle_scan import load_pickle_digest
 from tracker.extract.safetensors import parse_safetensors_header
 from tracker.model import FileEntry, ParseIssue, TensorInfo, WeightFile, WeightManifest
 
@@ -37,6 +39,7 @@ def build_manifest(
     contents: Mapping[str, bytes],
     headers: Mapping[str, bytes],
     issues: list[ParseIssue],
+    digests: Mapping[str, bytes] | None = None,
 ) -> WeightManifest:
     """Every weight file of the tree, sorted by path, plus the parsed sharding indexes."""
     weights: list[WeightFile] = []
@@ -66,5 +69,18 @@ def build_manifest(
                 tensors = parse_safetensors_header(header)
             except InvalidContent as e:
                 issues.append(ParseIssue(entry.path, f"safetensors header: {e}"))
-        weights.append(WeightFile(entry.path, entry.size, entry.content_id, fmt, tensors))
+        gguf, pickle = None, None
+        digest = (digests or {}).get(entry.path)
+        if digest is not None:
+            try:
+                if fmt == "gguf":
+                    gguf = load_gguf_digest(digest)
+                    tensors = gguf.tensors
+                elif fmt == "pickle":
+                    pickle = load_pickle_digest(digest)
+            except InvalidContent as e:
+                issues.append(ParseIssue(entry.path, f"{fmt} digest: {e}"))
+        weights.append(
+            WeightFile(entry.path, entry.size, entry.content_id, fmt, tensors, gguf=gguf, pickle=pickle)
+        )
     return WeightManifest(tuple(weights), maps, totals)

@@ -10,7 +10,10 @@ import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tracker.model.inside import GgufInfo, PickleScan
 
 BLOB_ID_EMPTY = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
 
@@ -59,6 +62,10 @@ class Snapshot:
     contents: Mapping[str, bytes] = field(default_factory=dict)
     safetensors_headers: Mapping[str, bytes] = field(default_factory=dict)
     read_errors: Mapping[str, str] = field(default_factory=dict)
+    # GGUF header / pickle import digests (tracker.extract.gguf, .pickle_scan) and the Hub's
+    # own per-file scan results (canonical JSON), keyed by path
+    weight_digests: Mapping[str, bytes] = field(default_factory=dict)
+    security: Mapping[str, bytes] = field(default_factory=dict)
 
     def file(self, path: str) -> FileEntry | None:
         for entry in self.files:
@@ -119,6 +126,9 @@ class WeightFile:
     content_id: str
     format: str  # safetensors | pickle | gguf | onnx | tensorflow | flax | coreml | rust | other
     tensors: tuple[TensorInfo, ...] | None = None  # None when no header was read
+    gguf: GgufInfo | None = None  # when the GGUF header was read
+    pickle: PickleScan | None = None  # when the pickle's imports were listed
+    hub_scan: Mapping[str, Any] | None = None  # the Hub's securityFileStatus, when reported
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,3 +23,18 @@ def header_error_key(entry: FileEntry) -> str:
 def content_error_key(entry: FileEntry) -> str:
     """Key of the reason a small file could not be read (an LFS object the source lacks)."""
     return f"git-err:{entry.blob_id}"
+
+
+def digest_key(entry: FileEntry) -> str:
+    """Key of what was read inside a GGUF / pickle weight file (its header or imports digest)."""
+    return f"wdig:{entry.content_id}"
+
+
+def digest_error_key(entry: FileEntry) -> str:
+    """Key of the reason a GGUF / pickle weight file could not be read inside."""
+    return f"wdig-err:{entry.content_id}"
+
+
+def security_key(entry: FileEntry) -> str:
+    """Key of the Hub's own scan result for a file's content (securityFileStatus)."""
+    return f"hubscan:{entry.content_id}"

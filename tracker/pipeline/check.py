@@ -17,10 +17,17 @@ from storage.records import NewRevision, RepoRecord
 from storage.store import Store
 from tracker.diff import diff_artifacts, history_rewrite_change
 from tracker.extract import extract_artifacts
-from tracker.extract.paths import is_safetensors
+from tracker.extract.paths import is_safetensors, reads_inside
 from tracker.hub.interface import HubSource
 from tracker.model import Artifacts, Change, ChangeKind, CommitInfo, RevisionDiff, Snapshot
-from tracker.model.keys import content_error_key, content_key, header_error_key, header_key
+from tracker.model.keys import (
+    content_error_key,
+    content_key,
+    digest_error_key,
+    digest_key,
+    header_error_key,
+    header_key,
+)
 from tracker.pipeline.advise_step import AdviseStep
 from tracker.pipeline.plan_step import PlanStep
 from tracker.pipeline.stored import serialise_tree
@@ -218,10 +225,17 @@ def _new_blobs(snap: Snapshot) -> dict[str, bytes]:
         blobs[content_key(by_path[path])] = data
     for path, data in snap.safetensors_headers.items():
         blobs[header_key(by_path[path])] = data
+    for path, data in snap.weight_digests.items():
+        blobs[digest_key(by_path[path])] = data
     for path, message in snap.read_errors.items():
         entry = by_path.get(path)
         if entry is not None:  # remembered, so later revisions do not ask again
-            key = header_error_key(entry) if is_safetensors(path) else content_error_key(entry)
+            if is_safetensors(path):
+                key = header_error_key(entry)
+            elif reads_inside(path):
+                key = digest_error_key(entry)
+            else:
+                key = content_error_key(entry)
             blobs[key] = message.encode()
     return blobs
 
