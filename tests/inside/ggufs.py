@@ -18,7 +18,7 @@ TEMPLATE_V2 = (
     "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}{{ eos_token }}"
     "{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
 )
-TOKENS = ["<unk>", "<s>", "</s>", "<|eot|>", *[f"t{i}" for i in range(60)]]
+TOKENS = ["<unk>", "<s>", "</s>", "<|eot|>", *[f"t{i}" for i in range(96)]]
 
 
 def gguf_bytes(
