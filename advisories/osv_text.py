@@ -5,7 +5,7 @@ upstream: everything here is cleaned (valid UTF-8, no control characters), escap
 stays inert inline Markdown (no links, HTML, emphasis or table breaks), fenced with a fence
 longer than any backtick run it holds, and bounded in length.
 
-Imports: stdlib, tracker.model.
+Imports: stdlib, tracker.model, advisories.rules (the reason of each severity).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from advisories.rules import reasons
 from tracker.model.core import Change, ChangeKind, CommitInfo
 
 EXCERPT_MAX_LINES = 40
@@ -26,6 +27,7 @@ DETAIL_SECTIONS_MAX = 30  # changes shown with an excerpt in the Markdown
 OTHER_LINES_MAX = 20  # severity-less changes listed in the Markdown
 TEXT_MAX = 500  # one summary or path
 PLAN_LINES_MAX = 60
+FIELD_ROWS_MAX = 30  # rows of a key / before / after table
 _MAX_DEPTH = 24
 KIND_LABEL = {
     ChangeKind.CONFIG: "config",
@@ -87,7 +89,7 @@ def render_details(
         "## Changes",
     ]
     for change in flagged[:DETAIL_SECTIONS_MAX]:
-        out += ["", _change_section(change)]
+        out += ["", _change_section(change, reasons(change))]
     if len(flagged) > DETAIL_SECTIONS_MAX:
         rest = len(flagged) - DETAIL_SECTIONS_MAX
         out += ["", f"_{rest} more changes are listed in `database_specific.changes`._"]
@@ -105,32 +107,33 @@ def render_details(
     return "\n".join(out) + "\n"
 
 
-def _change_section(change: Change) -> str:
+def _change_section(change: Change, reasons: Sequence[str] = ()) -> str:
     severity = change.severity.value if change.severity else "NONE"
     where = f", {code(one_line(change.path))}" if one_line(change.path) else ""
     parts = [f"### {severity}: {KIND_LABEL[change.kind]}{where}", ""]
     parts.append(esc(fit(one_line(change.summary), TEXT_MAX)) or "_(no summary)_")
-    if change.topics:
-        parts += ["", "Topics: " + ", ".join(code(one_line(t)) for t in change.topics[:20])]
+    for reason in reasons:
+        parts += ["", f"Why this severity: {esc(reason)}"]
     blocks, omitted = _excerpt(change.detail)
     for info, text in blocks:
-        parts += ["", fence(text, info)]
+        parts += ["", text if info == "table" else fence(text, info)]
     if omitted:
         parts.append(f"_… {omitted} more lines not shown._")
     return "\n".join(parts)
 
 
 def _excerpt(detail: Mapping[str, Any]) -> tuple[list[tuple[str, str]], int]:
-    """Fenced blocks of a change's detail: its text diffs, then the rest as JSON; bounded."""
+    """A change's detail for people, bounded: a key / before / after table for JSON fields,
+    then its text diffs (the rendered chat prompts before the template text). Blocks are
+    ``(info, text)``: ``table`` is Markdown to insert as is, anything else is fenced."""
     data = jsonable(detail, limit=50)
     if not isinstance(data, dict) or not data:
         return [], 0
-    texts = [v for v in data.values() if isinstance(v, str) and "\n" in v.strip("\n")]
-    rest = {k: v for k, v in data.items() if not (isinstance(v, str) and v in texts)}
-    pending = [(_text_info(t), t.strip("\n")) for t in texts]
-    if rest:
-        pending.append(("json", compact_json(rest)))
     blocks: list[tuple[str, str]] = []
+    table = _fields_table(data.get("fields"))
+    if table:
+        blocks.append(("table", table))
+    pending = [(_text_info(t), t.strip("\n")) for t in _texts(data)]
     budget_lines, budget_chars, omitted = EXCERPT_MAX_LINES, EXCERPT_MAX_CHARS, 0
     for info, text in pending:
         kept: list[str] = []
@@ -145,6 +148,37 @@ def _excerpt(detail: Mapping[str, Any]) -> tuple[list[tuple[str, str]], int]:
         if kept:
             blocks.append((info, "\n".join(kept)))
     return blocks, omitted
+
+
+def _texts(data: Mapping[str, Any]) -> list[str]:
+    """The multi-line texts of a detail: rendered prompt diffs, then the other diffs and texts."""
+    out = [str(r["diff"]) for r in data.get("rendered") or [] if isinstance(r, dict)
+           and isinstance(r.get("diff"), str) and r["diff"].strip()]
+    for value in data.values():
+        if isinstance(value, dict) and isinstance(value.get("diff"), str):
+            value = value["diff"]
+        if isinstance(value, str) and "\n" in value.strip("\n"):
+            out.append(value)
+    return out
+
+
+def _fields_table(fields: Any) -> str:
+    if not isinstance(fields, list) or not fields:
+        return ""
+    rows = ["| key | before | after |", "| --- | --- | --- |"]
+    for f in fields[:FIELD_ROWS_MAX]:
+        if isinstance(f, dict):
+            old = "—" if f.get("op") == "added" else code(fit(_scalar(f.get("old")), 120))
+            new = "—" if f.get("op") == "removed" else code(fit(_scalar(f.get("new")), 120))
+            rows.append(f"| {code(fit(one_line(str(f.get('path', ''))), 120))} | {_cell(old)} | {_cell(new)} |")
+    if len(fields) > FIELD_ROWS_MAX:
+        rows.append(f"| … and {len(fields) - FIELD_ROWS_MAX} more | | |")
+    return "\n".join(rows)
+
+
+def _cell(text: str) -> str:
+    """Inline code in a table cell: a pipe would end the cell, even inside backticks."""
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _text_info(text: str) -> str:

@@ -169,6 +169,20 @@ def classify(change: Change) -> Severity | None:
     return max_severity(r.severity for r in map(rule_for, change.topics) if r is not None)
 
 
+def reasons(change: Change) -> tuple[str, ...]:
+    """Why the change has its severity, in the table's own words (once each, "Decision: " dropped)."""
+    out: list[str] = []
+    for topic in change.topics:
+        rule = rule_for(topic)
+        if rule is None or rule.severity is None:
+            continue
+        text = rule.description.removeprefix("Decision: ")
+        text = text[:1].upper() + text[1:]
+        if text not in out:
+            out.append(text)
+    return tuple(out)
+
+
 def apply_rules(diff: RevisionDiff) -> RevisionDiff:
     """The same diff with every change's severity set from the table."""
     return replace(diff, changes=tuple(replace(c, severity=classify(c)) for c in diff.changes))

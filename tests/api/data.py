@@ -33,7 +33,16 @@ _TEMPLATE_DIFF = (
     "-{{ bos_token }}{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}\n"
     "+{% for m in messages %}<|{{ m.role }}|>\\n{{ m.content }}<|end|>{% endfor %}\n"
 )
-_RENDERED_DIFF = "--- old (user probe)\n+++ new (user probe)\n@@ -1 +1,2 @@\n-<s><|user|>Hi\n+<|user|>\n+Hi<|end|>\n"
+_RENDERED_DIFF = "--- a/old/user\n+++ b/new/user\n@@ -1 +1,2 @@\n-<s><|user|>Hi\n+<|user|>\n+Hi<|end|>\n"
+# the shapes tracker.diff stores (templates.py, weights.py): rendered probes, tensor tables
+_RENDERED = [{"probe": "user", "old": "<s><|user|>Hi", "old_error": None, "new": "<|user|>\nHi<|end|>",
+              "new_error": None, "changed": True, "diff": _RENDERED_DIFF},
+             {"probe": "tool_call", "old": None, "old_error": "template error: no tools", "new": None,
+              "new_error": "template error: no tools", "changed": False}]
+_TENSORS = {"changes": [{"name": n, "op": "changed", "old": {"dtype": "F32", "shape": [32000, 4096]},
+                         "new": {"dtype": "BF16", "shape": [32000, 4096]}} for n in ("embed.weight", "lm_head.weight")],
+            "changes_total": 2, "params_by_dtype": {"BF16": {"old": 0, "new": 262144000},
+                                                     "F32": {"old": 262144000, "new": 0}}}
 
 
 def sha_of(repo_id: str, i: int) -> str:
@@ -49,16 +58,21 @@ def changes_for(i: int) -> tuple[Change, ...]:
         return (
             Change(ChangeKind.CHAT_TEMPLATE, "chat_template.jinja", "chat template changed (bos dropped)",
                    ("chat_template.changed",), Severity.HIGH,
-                   {"diff": _TEMPLATE_DIFF, "rendered_diff": {"user": _RENDERED_DIFF}}),
+                   {"op": "changed", "name": "default", "sources": {"old": "chat_template.jinja", "new": "chat_template.jinja"},
+                    "text": {"diff": _TEMPLATE_DIFF, "added": 1, "removed": 1, "truncated": False},
+                    "rendered": _RENDERED, "rendered_changed": 1}),
             Change(ChangeKind.GENERATION_CONFIG, "generation_config.json", "temperature 0.9 -> 0.6",
                    ("generation.sampling",), Severity.LOW,
-                   {"fields": [{"path": "temperature", "old": 0.9, "new": 0.6}]}),
+                   {"op": "changed", "fields": [{"path": "temperature", "keys": ["temperature"], "op": "changed", "old": 0.9,
+                                                 "new": 0.6, "topic": "generation.sampling"}],
+                    "fields_total": 1, "truncated": False}),
         )
     return (
         Change(ChangeKind.WEIGHTS, "model.safetensors", "model.safetensors replaced; 2 tensors changed dtype",
-               ("weights.replaced", "weights.dtype"), Severity.HIGH,
-               {"tensors": [{"name": "lm_head.weight", "old": "F32 [32000, 4096]", "new": "BF16 [32000, 4096]"},
-                            {"name": "embed.weight", "old": "F32 [32000, 4096]", "new": "BF16 [32000, 4096]"}]}),
+               ("weights.replaced", "weights.tensors"), Severity.HIGH,
+               {"op": "changed", "format": "safetensors", "old": {"size": 2_097_152_000, "content_id": "sha256:" + "a" * 64,
+                "tensors": 2}, "new": {"size": 1_048_576_000, "content_id": "sha256:" + "b" * 64, "tensors": 2},
+                "tensors": _TENSORS}),
     )
 
 
@@ -75,7 +89,10 @@ def seed_history(store: Store, repo_id: str = "org/model", n: int = 7, *, start:
         changes = changes_for(i) if parent else ()
         commit = CommitInfo(sha=sha, parents=(parent,) if parent else (), committed_at=when, title=f"Update {i}",
                             authors=("alice",))
-        delta = {"params": {"total": {"old": 1_000_000, "new": 1_000_000 + i}}} if i % 3 == 2 else None
+        delta = ({"summary": f"parameters 1,000,000 -> {1_000_000 + i:,}", "is_empty": False,
+                  "params": {"total": [1_000_000, 1_000_000 + i], "active": [1_000_000, 1_000_000 + i]},
+                  "memory_bytes": {}, "kv_cache_factor": None, "cards": [], "findings_added": [],
+                  "findings_removed": [], "dims": {}} if i % 3 == 2 else None)  # delta_to_json's shape
         record = build_record(
             prefix="x_HUBWATCH", repo_id=repo_id, repo_url=f"https://huggingface.co/{repo_id}",
             commit_url=f"https://huggingface.co/{repo_id}/commit/{sha}", branch="main", commit=commit,

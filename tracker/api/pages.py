@@ -1,151 +1,196 @@
-"""Stage 8 (read): the HTML pages: tracked repos, a repo's history, a revision, an advisory.
+"""Stage 8 (read): the HTML pages: tracked repos, a repo's history, a revision, a compare, an advisory.
 
-Server-rendered Jinja2 with a little inline CSS and no JavaScript. Links are root-relative
-(``root_path`` aware) and only point at pages and routes this app serves, plus the
-advisory's external references. Unknown things answer an HTML 404 page.
+Server-rendered Jinja2 over view objects (:mod:`tracker.api.page_models`), a little inline
+CSS, no JavaScript and no asset from elsewhere. Everything shown comes from the store as it
+was written by the pipeline: no page re-diffs or re-renders templates. Links are
+root-relative (``root_path`` aware). Unknown things answer an HTML 404 page. The model
+pages and the paste-a-config form are in :mod:`tracker.api.pages_model`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from storage.records import RevisionRecord
 from storage.store import Store
-from tracker.api.page_views import markdown_blocks, plan_summary, view
+from tracker.api.change_views import quiet_count, sentence
+from tracker.api.page_models import (
+    Urls,
+    advisory_page,
+    choices_of,
+    compare_page,
+    quiet_sentence,
+    revision_page,
+    when,
+)
 from tracker.api.rest import cursor_value
-from tracker.api.views import iso, public_error, revision_json
+from tracker.api.views import public_error
 from tracker.config import Settings
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 PAGE_SIZE, PAGE_MAX = 50, 500
+CHOICES = 300  # revisions offered by the compare picker
+COMPARE_MAX = 200  # revisions one compare page lists
 
-_ENV = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True),
-                   trim_blocks=True, lstrip_blocks=True)
+ENV = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True),
+                  trim_blocks=True, lstrip_blocks=True)
+
+
+def render(request: Request, template: str, code: int = 200, **ctx: Any) -> HTMLResponse:
+    root = request.scope.get("root_path", "").rstrip("/")
+    return HTMLResponse(ENV.get_template(template).render(root=root, **ctx), status_code=code)
+
+
+def error_page(request: Request, code: int, message: str) -> HTMLResponse:
+    return render(request, "error.html.j2", code, status=code, message=message)
+
+
+def urls(request: Request) -> Urls:
+    return Urls(request.scope.get("root_path", "").rstrip("/"))
+
+
+def child_of(store: Store, repo_id: str, sha: str) -> str | None:
+    """The stored revision whose first parent is ``sha`` (the next one on the branch)."""
+    for other, parents in store.commit_graph(repo_id).items():
+        if parents and parents[0] == sha:
+            return other
+    return None
+
+
+def first_parent_range(store: Store, repo_id: str, base: str, head: str) -> tuple[list[str], bool]:
+    """Shas after ``base`` up to ``head`` along first parents (newest first); True when base was reached."""
+    graph = store.commit_graph(repo_id)
+    out: list[str] = []
+    current: str | None = head
+    while current is not None and current != base and len(out) <= len(graph):
+        out.append(current)
+        parents = graph.get(current) or ()
+        current = parents[0] if parents else None
+    return out, current == base
 
 
 def pages_router(store: Store, settings: Settings) -> APIRouter:
+    from tracker.api.pages_model import model_router
+
     router = APIRouter(include_in_schema=False)
-
-    def page(request: Request, template: str, code: int = 200, **ctx: Any) -> HTMLResponse:
-        root = request.scope.get("root_path", "").rstrip("/")
-        html = _ENV.get_template(template).render(root=root, **ctx)
-        return HTMLResponse(html, status_code=code)
-
-    def not_found(request: Request, message: str) -> HTMLResponse:
-        return page(request, "error.html.j2", 404, status=404, message=message)
-
-    def urls(request: Request) -> _Urls:
-        return _Urls(request.scope.get("root_path", "").rstrip("/"))
+    router.include_router(model_router(store, settings))  # before /repos/{org}/{name}/{sha}
 
     @router.get("/", response_class=HTMLResponse)
     def index(request: Request) -> HTMLResponse:
         u = urls(request)
         repos = [{
             "id": r.id, "status": r.status, "head": r.head_sha, "revisions": r.revisions,
-            "last_poll": iso(r.last_poll_at), "last_error": public_error(r.last_error_kind, r.last_error), "url": u.repo(r.id),
+            "last_poll": when(r.last_poll_at) if r.last_poll_at else None, "last_error": public_error(r.last_error_kind, r.last_error),
+            "url": u.repo(r.id), "model_url": u.model(r.id),
             "head_url": u.revision(r.id, r.head_sha) if r.head_sha and r.revisions else None,
             "feed_url": u.feed(r.id), "badge_url": u.badge(r.id),
         } for r in store.list_repos()]
         advisories = [{
             "id": a.id, "severity": a.severity, "summary": a.record.get("summary", ""), "repo": a.repo_id,
-            "modified": iso(a.modified), "url": u.advisory(a.id),
+            "modified": when(a.modified), "url": u.advisory(a.id),
         } for a in store.list_advisories(limit=20)]
-        return page(request, "index.html.j2", repos=repos, advisories=advisories)
+        return render(request, "index.html.j2", repos=repos, advisories=advisories)
 
     @router.get("/repos/{org}/{name}", response_class=HTMLResponse)
     def repo_page(request: Request, org: str, name: str, cursor: str | None = Query(None, max_length=20),
                   limit: int = Query(PAGE_SIZE, ge=1)) -> HTMLResponse:
         repo = store.get_repo(f"{org}/{name}")
         if repo is None:
-            return not_found(request, f"{org}/{name} is not tracked.")
+            return error_page(request, 404, f"{org}/{name} is not tracked.")
         before = cursor_value(cursor)
         size = min(limit, PAGE_MAX)
         revs = store.history(repo.id, limit=size + 1, before_seq=before)
         u = urls(request)
-        more = len(revs) > size
         rows = []
         for r in revs[:size]:
-            doc = revision_json(r)
-            doc.update(url=u.revision(repo.id, r.sha), reachable=r.reachable,
-                       advisory_url=u.advisory(r.advisory_id) if r.advisory_id else None)
-            rows.append(doc)
+            flagged = [c for c in r.changes if c.severity is not None]
+            rows.append({
+                "sha": r.sha, "url": u.revision(repo.id, r.sha), "committed": when(r.committed_at),
+                "title": r.title, "severity": r.severity, "reachable": r.reachable,
+                "changes": [(c.severity.value if c.severity else None, sentence(c.summary)) for c in flagged],
+                "quiet": quiet_count(r.changes), "quiet_text": [quiet_sentence(c) for c in r.changes
+                                                                 if c.severity is None][:3],
+                "advisory_id": r.advisory_id, "advisory_url": u.advisory(r.advisory_id) if r.advisory_id else None,
+            })
         next_url = None
-        if more and rows:
+        if len(revs) > size and rows:
             next_url = u.repo(repo.id) + "?" + urlencode({"cursor": revs[size - 1].seq, "limit": size})
-        return page(request, "repo.html.j2", repo=repo, revisions=rows, cursor=before, next_url=next_url,
-                    first_url=u.repo(repo.id), last_poll=iso(repo.last_poll_at), feed_url=u.feed(repo.id),
-                    badge_url=u.badge(repo.id), api_url=u.api_repo(repo.id) + "/revisions")
+        choices = store.history(repo.id, limit=CHOICES, with_changes=False)
+        return render(request, "repo.html.j2", repo=repo, last_error=public_error(repo.last_error_kind, repo.last_error),
+                      revisions=rows, cursor=before, next_url=next_url,
+                      first_url=u.repo(repo.id), last_poll=when(repo.last_poll_at) if repo.last_poll_at else None,
+                      feed_url=u.feed(repo.id), badge_url=u.badge(repo.id), api_url=u.api_repo(repo.id) + "/revisions",
+                      model_url=u.model(repo.id), compare_action=f"{u.repo(repo.id)}/compare",
+                      choices=choices_of(choices))
+
+    @router.get("/repos/{org}/{name}/compare", response_class=HTMLResponse, response_model=None)
+    def compare_form(request: Request, org: str, name: str, base: str = Query("", max_length=64),
+                     head: str = Query("", max_length=64)) -> HTMLResponse | RedirectResponse:
+        repo = store.get_repo(f"{org}/{name}")
+        if repo is None:
+            return error_page(request, 404, f"{org}/{name} is not tracked.")
+        if not base or not head:
+            return error_page(request, 400, "Pick two revisions to compare (base and head).")
+        return RedirectResponse(urls(request).compare(repo.id, base, head), status_code=303)
+
+    @router.get("/repos/{org}/{name}/compare/{spec}", response_class=HTMLResponse)
+    def compare(request: Request, org: str, name: str, spec: str) -> HTMLResponse:
+        repo = store.get_repo(f"{org}/{name}")
+        if repo is None:
+            return error_page(request, 404, f"{org}/{name} is not tracked.")
+        base_ref, sep, head_ref = spec.partition("...")
+        if not sep:
+            return error_page(request, 400, "A compare names two revisions: BASE...HEAD.")
+        base, head = store.get_revision(repo.id, base_ref), store.get_revision(repo.id, head_ref)
+        if base is None or head is None:
+            missing = base_ref if base is None else head_ref
+            return error_page(request, 404, f"No stored revision {missing[:64]!r} of {repo.id} (or the prefix is ambiguous).")
+        u = urls(request)
+        shas, reached = first_parent_range(store, repo.id, base.sha, head.sha)
+        note = ""
+        if not reached:
+            _back, back_ok = first_parent_range(store, repo.id, head.sha, base.sha)
+            if back_ok:
+                return error_page(request, 400, f"{head.sha[:12]} is older than {base.sha[:12]}: compare "
+                                                f"{head.sha[:12]}...{base.sha[:12]} instead.")
+            note = (f"{base.sha[:12]} is not an earlier revision of {head.sha[:12]} on this branch; listed are the "
+                    "revisions that lead to the head.")
+        if len(shas) > COMPARE_MAX:
+            note = (note + " " if note else "") + f"Only the newest {COMPARE_MAX} of {len(shas)} revisions are listed."
+            shas = shas[:COMPARE_MAX]
+        between: list[RevisionRecord] = [r for r in (store.get_revision(repo.id, s) for s in shas) if r is not None]
+        choices = store.history(repo.id, limit=CHOICES, with_changes=False)
+        view = compare_page(u, repo, base, head, between, choices, note)
+        return render(request, "compare.html.j2", page=view)
 
     @router.get("/repos/{org}/{name}/{sha}", response_class=HTMLResponse)
-    def revision_page(request: Request, org: str, name: str, sha: str) -> HTMLResponse:
+    def revision(request: Request, org: str, name: str, sha: str) -> HTMLResponse:
         repo = store.get_repo(f"{org}/{name}")
         rev = store.get_revision(repo.id, sha) if repo is not None else None
         if repo is None or rev is None:
-            return not_found(request, f"No stored revision {sha[:64]!r} of {org}/{name}.")
-        u = urls(request)
+            return error_page(request, 404, f"No stored revision {sha[:64]!r} of {org}/{name}.")
         parent = store.get_revision(repo.id, rev.parent) if rev.parent else None
         plan = rev.plan or store.plan_at(repo.id, rev.seq)
-        changes = [{
-            "kind": c.kind.value, "path": c.path, "summary": c.summary, "topics": list(c.topics),
-            "severity": c.severity.value if c.severity else None, "detail": view(dict(c.detail)) if c.detail else None,
-        } for c in rev.changes]
         advisory_ok = bool(rev.advisory_id and store.get_advisory(rev.advisory_id))
-        return page(
-            request, "revision.html.j2", repo=repo, rev=rev, changes=changes, committed_at=iso(rev.committed_at),
-            repo_url=u.repo(repo.id), parent_url=u.revision(repo.id, parent.sha) if parent else None,
-            advisory_url=u.advisory(rev.advisory_id) if advisory_ok and rev.advisory_id else None,
-            plan=plan_summary(plan), plan_inherited=rev.plan is None and plan is not None,
-            plan_delta=view(rev.plan_delta) if rev.plan_delta else None,
-            api_url=f"{u.api_repo(repo.id)}/revisions/{rev.sha}",
-        )
+        choices = store.history(repo.id, limit=CHOICES, with_changes=False)
+        view = revision_page(urls(request), repo, rev, plan=plan, advisory_ok=advisory_ok,
+                             parent_stored=parent is not None, child=child_of(store, repo.id, rev.sha),
+                             choices=choices)
+        return render(request, "revision.html.j2", page=view)
 
     @router.get("/advisories/{advisory_id}", response_class=HTMLResponse)
-    def advisory_page(request: Request, advisory_id: str) -> HTMLResponse:
+    def advisory(request: Request, advisory_id: str) -> HTMLResponse:
         adv = store.get_advisory(advisory_id)
         if adv is None:
-            return not_found(request, f"No advisory {advisory_id[:80]!r}.")
-        u = urls(request)
-        record = adv.record
+            return error_page(request, 404, f"No advisory {advisory_id[:80]!r}.")
         repo = store.get_repo(adv.repo_id)
-        stored = repo is not None and store.get_revision(adv.repo_id, adv.sha) is not None
-        refs = [r for r in record.get("references") or [] if isinstance(r, dict) and
-                str(r.get("url", "")).startswith(("https://", "http://"))]
-        return page(
-            request, "advisory.html.j2", adv=adv, record=record, severity=adv.severity, references=refs,
-            repo_url=u.repo(adv.repo_id) if repo is not None else None,
-            revision_url=u.revision(adv.repo_id, adv.sha) if stored else None,
-            json_url=f"{u.root}/v1/vulns/{quote(adv.id)}", details=markdown_blocks(str(record.get("details") or "")),
-        )
+        stored = set(store.commit_graph(adv.repo_id)) if repo is not None else set()
+        return render(request, "advisory.html.j2", page=advisory_page(urls(request), adv, repo, stored))
 
     return router
-
-
-class _Urls:
-    """Root-relative URLs of the pages and routes the templates link to."""
-
-    def __init__(self, root: str):
-        self.root = root
-
-    def repo(self, repo_id: str) -> str:
-        return f"{self.root}/repos/{quote(repo_id)}"
-
-    def revision(self, repo_id: str, sha: str) -> str:
-        return f"{self.repo(repo_id)}/{quote(sha)}"
-
-    def advisory(self, advisory_id: str) -> str:
-        return f"{self.root}/advisories/{quote(advisory_id)}"
-
-    def feed(self, repo_id: str) -> str:
-        return f"{self.root}/feeds/{quote(repo_id)}.atom"
-
-    def badge(self, repo_id: str) -> str:
-        return f"{self.api_repo(repo_id)}/badge.json"
-
-    def api_repo(self, repo_id: str) -> str:
-        return f"{self.root}/api/v1/repos/{quote(repo_id)}"
-
