@@ -19,6 +19,7 @@ from storage.store import Store
 from tracker.about import hubwatch_version
 from tracker.api.guard import RequestGuard
 from tracker.api.metrics import Metrics
+from tracker.api.openapi import install_openapi
 from tracker.config import Settings
 
 HealthCheck = Callable[[], dict[str, Any]]
@@ -62,6 +63,7 @@ def create_app(
 
     for include in _ROUTERS:
         include(app, store, settings)
+    install_openapi(app)
     return app
 
 

@@ -10,9 +10,13 @@ from __future__ import annotations
 import hmac
 from collections.abc import Callable
 
-from fastapi import HTTPException, Request
+from fastapi import HTTPException, Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from tracker.config import Settings
+
+#: Declared as a security scheme, so the OpenAPI document marks every write as needing it.
+BEARER = HTTPBearer(auto_error=False, scheme_name="bearerAuth", description="HUBWATCH_API_TOKEN")
 
 
 def token_refusal(expected: str | None, authorization: str) -> HTTPException | None:
@@ -26,11 +30,15 @@ def token_refusal(expected: str | None, authorization: str) -> HTTPException | N
     return None
 
 
-def token_guard(settings: Settings) -> Callable[[Request], None]:
-    """A FastAPI dependency: 401 without the right token, 403 when writes are disabled."""
+def token_guard(settings: Settings) -> Callable[..., None]:
+    """A FastAPI dependency: 401 without the right token, 403 when writes are disabled.
+
+    ``BEARER`` is there for the OpenAPI document (the write declares the scheme); the check
+    itself is :func:`token_refusal` on the raw header, the same as the guard's.
+    """
     expected = settings.server.api_token
 
-    def require_token(request: Request) -> None:
+    def require_token(request: Request, _: HTTPAuthorizationCredentials | None = Security(BEARER)) -> None:
         refusal = token_refusal(expected, request.headers.get("authorization", ""))
         if refusal is not None:
             raise refusal

@@ -60,7 +60,10 @@ def plan_config(settings: Settings, config: Any) -> dict[str, Any]:
     if not isinstance(config, dict):
         raise HTTPException(400, "a config.json must be a JSON object")
     try:
-        return dict(plan_to_json(plan(parse_model_config(config), assumptions=cost_assumptions(settings))))
+        parsed = parse_model_config(config)
+        if parsed.model_type is None and parsed.architecture is None:
+            raise HTTPException(422, "not a config.json: it names no model_type and no architectures")
+        return dict(plan_to_json(plan(parsed, assumptions=cost_assumptions(settings))))
     except (ValueError, TypeError, KeyError, ArithmeticError, RecursionError) as e:
         raise HTTPException(422, f"cannot plan this config: {type(e).__name__}: {e}"[:500]) from e
 
