@@ -94,6 +94,7 @@ def test_the_routes_answer_what_the_document_says(store, client: TestClient, spe
     revs = seed_history(store, n=5)
     record = next(r.advisory for r in revs if r.advisory)
     sha = revs[-1].sha
+    store.add_repo("org/gitty", source="/srv/mirrors/gitty", source_kind="git")  # the 409 below
     checks: list[tuple[str, str, Any, int]] = [
         ("get", "/api/v1/repos", client.get("/api/v1/repos"), 200),
         ("get", "/api/v1/repos/{org}/{name}", client.get("/api/v1/repos/org/model"), 200),
@@ -116,7 +117,7 @@ def test_the_routes_answer_what_the_document_says(store, client: TestClient, spe
         ("get", "/v1/vulns/{vuln_id}", client.get("/v1/vulns/x_HUBWATCH-0000-0000-0000"), 404),
         ("post", "/v1/query", client.post("/v1/query", content=b"[1]"), 400),
         ("post", "/api/v1/plan", client.post("/api/v1/plan", json={"a": 1}), 422),
-        ("post", "/api/v1/repos", client.post("/api/v1/repos", json={"source": "/srv/other", "as": "org/model"}, headers=AUTH), 409),
+        ("post", "/api/v1/repos", client.post("/api/v1/repos", json={"source": "org/gitty"}, headers=AUTH), 409),
     ]
     for method, path, response, status in checks:
         assert response.status_code == status, (method, path, response.text)

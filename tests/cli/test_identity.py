@@ -50,13 +50,13 @@ def test_tracking_another_source_under_a_tracked_id_is_refused(tmp_path: Path) -
 
 
 def test_the_api_answers_409_for_another_source(tmp_path: Path) -> None:
-    a, b = _two_repos(tmp_path)
+    a, _ = _two_repos(tmp_path)
     url = f"sqlite:///{tmp_path / 'hw.db'}"
     Cli(tmp_path / "hw", url).ok("track", str(a.path), "--as", "org/m", "--no-read")
     store = open_store(url)
     settings = load_settings(None, {"HUBWATCH_API_TOKEN": "t" * 32})
     client = TestClient(create_app(store, settings))
-    r = client.post("/api/v1/repos", json={"source": str(b.path), "as": "org/m"},
+    r = client.post("/api/v1/repos", json={"source": "org/m"},  # the Hub's org/m: another source
                     headers={"Authorization": "Bearer " + "t" * 32})
     assert r.status_code == 409 and str(a.path) in r.json()["message"]
     assert store.get_repo("org/m").source == str(a.path)  # type: ignore[union-attr]
