@@ -43,3 +43,17 @@ def test_plan_delta_in_history_and_plan_of_a_revision(tmp_path: Path) -> None:
     assert isinstance(two, list) and len(two) == 2 and two[0] == one
     text = cli.ok("plan", str(path)).out
     assert "T4" in text and "H200" in text
+
+
+def test_plan_method_and_tokens_flags(tmp_path: Path) -> None:
+    cli = Cli(tmp_path, f"sqlite:///{tmp_path / 'hw.db'}")
+    path = str(CORPUS / "configs" / "FacebookAI__xlm-roberta-base.json")
+    seed = cli.ok("plan", path, "--method", "seed", "--json").json()
+    traced = cli.ok("plan", path, "--json").json()
+    assert (seed["method"], traced["method"]) == ("seed", "traced")
+    assert seed["cards"]["t4"]["full_finetune"] == 52  # the seed page's table
+    assert traced["cards"]["t4"]["full_finetune"] < 10  # its 250k-vocabulary loss counted
+    short = cli.ok("plan", path, "--tokens", "128", "--json").json()
+    assert short["training_tokens"] == 128 and short["serve_tokens"] == 128
+    assert cli("plan", path, "--tokens", "0").code != 0
+    assert cli("plan", path, "--method", "guess").code != 0

@@ -18,6 +18,16 @@ from tracker.errors import HubwatchError, NotTrackedError, RevisionUnknownError,
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
 
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return n
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hubwatch", description="Track Hugging Face model repos and advise on every change.")
     p.add_argument("--config", metavar="PATH", help="config file (default: HUBWATCH_CONFIG or ./config.toml)")
@@ -66,6 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     pl = cmd("plan", "the GPU-memory plan of config files or of a stored revision", json=True)
     pl.add_argument("targets", nargs="+", metavar="CONFIG_JSON|SOURCE[@REV]")
+    pl.add_argument("--method", choices=["traced", "seed"], default="traced",
+                    help="memory method: traced (default, calibrated on a traced step) or seed")
+    pl.add_argument("--tokens", type=_positive_int, metavar="N",
+                    help="tokens per training sample and served sequence")
 
     a = cmd("advisories", "OSV advisories, of one repo or all", json=True)
     a.add_argument("source", nargs="?", metavar="SOURCE")

@@ -155,7 +155,8 @@ def plan(ctx: Context) -> int:
     texts: list[str] = []
     for target in ctx.args.targets:
         config = _load_target_config(ctx, target)
-        p = make_plan(parse_model_config(config), assumptions=ctx.pipeline_options.plan.assumptions)
+        p = make_plan(parse_model_config(config), assumptions=ctx.pipeline_options.plan.assumptions,
+                      method=ctx.args.method, tokens=ctx.args.tokens)
         docs.append({"input": target, **plan_to_json(p)})
         texts.append(f"== {target}\n{render_plan_text(p)}")
     if ctx.json:

@@ -88,8 +88,13 @@ def _build(config: dict[str, Any], model_type: str | None, architecture: str | N
         subs[sub_key.removesuffix("_config")] = sub
         issues.extend(f"{sub_key}: {m}" for m in sub.issues)
     _derive(family, values, user)
+    labels = config.get("id2label")  # read raw: a 1000-class head's map is over the dict cap
+    if "num_labels" not in user and isinstance(labels, dict) and labels:
+        values["num_labels"] = len(labels)
     fatal = _check_ints(values, issues)
-    return _typed(model_type, architecture, family, values, user, subs, remote, issues, fatal)
+    quant = _quant(config, issues)  # raw: compressed-tensors nests its widths deeper than the cap
+    return _typed(model_type, architecture, family, values, user, subs, remote, issues, fatal,
+                  quant)
 
 
 def _scalars(config: dict[str, Any], issues: list[str]) -> dict[str, Any]:
@@ -239,11 +244,12 @@ def _first(v: dict[str, Any], *keys: str) -> int | None:
 
 def _typed(model_type: str | None, architecture: str | None, family: str, v: dict[str, Any],
            user: dict[str, Any], subs: dict[str, ModelConfig], remote: bool, issues: list[str],
-           fatal: bool) -> ModelConfig:
+           fatal: bool, quant: Quantization | None = None) -> ModelConfig:
     """The family-independent view: dimensions under one set of names."""
     text = subs.get("text")
     if family in ("gemma3", "clip") and text is not None:
-        return _composite(model_type, architecture, family, v, text, subs, remote, issues, fatal)
+        return _composite(model_type, architecture, family, v, text, subs, remote, issues, fatal,
+                          quant)
     hidden = _first(v, "hidden_size", "n_embd", "d_model", "dim") or 0
     layers = _first(v, "num_hidden_layers", "n_layer", "n_layers", "num_layers",
                     "decoder_layers") or 0
@@ -279,7 +285,7 @@ def _typed(model_type: str | None, architecture: str | None, family: str, v: dic
         torch_dtype=_dtype(user), sliding_window=window if _is_int(window) and window else None,
         layer_types=types, num_experts=experts if family in _MOE else 0,
         experts_per_token=_first(v, "num_experts_per_tok") or 0 if family in _MOE else 0,
-        rope_scaling=_rope(user, issues), quantization=_quant(user, issues),
+        rope_scaling=_rope(user, issues), quantization=quant,
         remote_code=remote, head_dim_explicit=explicit, sub=subs, issues=tuple(issues),
         fatal=fatal or not (hidden and layers and heads),
     )
@@ -293,7 +299,8 @@ _MOE = frozenset(["mixtral", "qwen2_moe", "qwen3_moe", "granitemoe", "deepseek_v
 
 def _composite(model_type: str | None, architecture: str | None, family: str,
                v: dict[str, Any], text: ModelConfig, subs: dict[str, ModelConfig],
-               remote: bool, issues: list[str], fatal: bool) -> ModelConfig:
+               remote: bool, issues: list[str], fatal: bool,
+               quant: Quantization | None = None) -> ModelConfig:
     """A multimodal config: the language (text) tower's dimensions, the towers in ``sub``."""
     return ModelConfig(
         model_type=model_type, architecture=architecture, family=family, values=v,
@@ -302,7 +309,7 @@ def _composite(model_type: str | None, architecture: str | None, family: str,
         intermediate_size=text.intermediate_size, context=text.context,
         tie_word_embeddings=text.tie_word_embeddings, torch_dtype=_dtype(v) or text.torch_dtype,
         sliding_window=text.sliding_window, layer_types=text.layer_types,
-        rope_scaling=text.rope_scaling, quantization=_quant(v, issues), remote_code=remote,
+        rope_scaling=text.rope_scaling, quantization=quant, remote_code=remote,
         head_dim_explicit=text.head_dim_explicit, sub=subs, issues=tuple(issues),
         fatal=fatal or any(s.fatal for s in subs.values()),
     )
@@ -334,22 +341,42 @@ def _rope(user: dict[str, Any], issues: list[str]) -> RopeScaling | None:
 _QUANT_BITS = {"fp8": 8.0, "fbgemm_fp8": 8.0, "eetq": 8.0, "mxfp4": 4.25, "bitnet": 1.58}
 
 
-def _quant(user: dict[str, Any], issues: list[str]) -> Quantization | None:
-    q = user.get("quantization_config")
+def _quant(config: dict[str, Any], issues: list[str]) -> Quantization | None:
+    q = config.get("quantization_config")
     if q is None:
         return None
     if not isinstance(q, dict):
         issues.append("quantization_config is not an object")
         return None
     method = q.get("quant_method")
-    method = method if isinstance(method, str) else "unknown"
+    method = method[:MAX_STR] if isinstance(method, str) else "unknown"
     if method == "bitsandbytes" or q.get("load_in_4bit") or q.get("load_in_8bit"):
         return Quantization("bitsandbytes", 4.0 if q.get("load_in_4bit") else 8.0)
     if method in _QUANT_BITS:
         return Quantization(method, _QUANT_BITS[method],
                             "experts" if method == "mxfp4" else "linear")
     bits = q.get("bits", q.get("nbits", q.get("w_bit")))
+    if method == "compressed-tensors":
+        bits = _compressed_tensors_bits(q)
+    elif method == "quanto":
+        bits = _QUANTO_BITS.get(str(q.get("weights")))
     if _is_int(bits) and 1 <= bits <= 16:
         return Quantization(method, float(bits))
     issues.append(f"quantization_config: no bit width for {method!r}; assumed 4 bits")
     return Quantization(method, 4.0)
+
+
+#: quanto's ``weights`` type names and their storage width.
+_QUANTO_BITS = {"int2": 2, "int4": 4, "qint2": 2, "qint4": 4, "int8": 8, "qint8": 8,
+                "float8": 8, "qfloat8": 8, "float8_e4m3fn": 8, "float8_e5m2": 8}
+
+
+def _compressed_tensors_bits(q: dict[str, Any]) -> int | None:
+    """The widest ``weights.num_bits`` of compressed-tensors' config groups (FP8 W8A8: 8)."""
+    groups = q.get("config_groups")
+    if not isinstance(groups, dict):
+        return None
+    widths = [g["weights"].get("num_bits") for g in list(groups.values())[:MAX_LIST]
+              if isinstance(g, dict) and isinstance(g.get("weights"), dict)]
+    ints = [w for w in widths if _is_int(w)]
+    return max(ints) if ints else None

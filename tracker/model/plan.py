@@ -178,14 +178,27 @@ class MemoryPlan:
     kv_cache: int
     lora_params: int
     stored_weights: int = 0  # the weights in the checkpoint's own dtype (torch_dtype)
+    method: str = "seed"  # "seed" (the seed pages' method) or "traced" (a traced step's)
+    lora_activations: int | None = None  # LoRA's own per-sample bytes; None: ``activations``
+    serve_per_sequence: int | None = None  # what a served sequence adds; None: ``kv_cache``
+    context_tokens: int = 0  # the model's full context
+    kv_cache_full_context: int = 0  # the KV cache of one sequence at the full context
 
     @property
     def full_finetune(self) -> int:
         return self.full_fixed + self.activations
 
     @property
+    def lora_per_sample(self) -> int:
+        return self.activations if self.lora_activations is None else self.lora_activations
+
+    @property
     def lora(self) -> int:
-        return self.lora_fixed + self.activations
+        return self.lora_fixed + self.lora_per_sample
+
+    @property
+    def serve_per_sample(self) -> int:
+        return self.kv_cache if self.serve_per_sequence is None else self.serve_per_sequence
 
 
 @dataclass(frozen=True, slots=True)

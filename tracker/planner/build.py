@@ -19,20 +19,31 @@ from tracker.model.plan import (
 from tracker.planner import cards, checkpoint, cost, verify
 from tracker.planner.graph import build_graph
 from tracker.planner.layers import layer_specs
-from tracker.planner.memory import memory_plan
+from tracker.planner.memory import METHODS, memory_plan
 from tracker.planner.params import SUPPORTED, count_params
 
 
 def plan(config: ModelConfig, *, checkpoint_params: int | None = None,
-         assumptions: CostAssumptions | None = None) -> Plan:
-    """The plan of one parsed config.json (``parse_model_config``'s result)."""
+         assumptions: CostAssumptions | None = None, method: str = "traced",
+         tokens: int | None = None) -> Plan:
+    """The plan of one parsed config.json (``parse_model_config``'s result).
+
+    ``method`` names the memory method: ``traced`` (the default, calibrated against a traced
+    training step) or ``seed`` (the seed pages' method, which reproduces their tables);
+    ``tokens`` sets the training and serving length instead of the config's defaults.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown planner method {method!r}; one of {', '.join(METHODS)}")
+    if tokens is not None and tokens < 1:
+        raise ValueError("tokens must be a positive number")
     findings = verify.config_findings(config)
     if config.family not in SUPPORTED or config.fatal:
         if config.family not in SUPPORTED:
             findings.insert(0, verify.unsupported(config))
         return _empty(config, findings, checkpoint_params)
     try:
-        return _plan(config, findings, checkpoint_params, assumptions or CostAssumptions())
+        return _plan(config, findings, checkpoint_params, assumptions or CostAssumptions(),
+                     method, tokens)
     except Exception as exc:  # hostile values not foreseen: a finding, never an exception
         findings.append(Finding("planner-error", Level.ERROR,
                                 f"the config could not be sized: {type(exc).__name__}: {exc}",
@@ -41,7 +52,7 @@ def plan(config: ModelConfig, *, checkpoint_params: int | None = None,
 
 
 def _plan(cfg: ModelConfig, findings: list[Finding], ckpt: int | None,
-          a: CostAssumptions) -> Plan:
+          a: CostAssumptions, method: str, tokens: int | None) -> Plan:
     counted = count_params(cfg)
     t = counted.tally
     for note in counted.notes:
@@ -56,7 +67,7 @@ def _plan(cfg: ModelConfig, findings: list[Finding], ckpt: int | None,
         if f is not None:
             findings.append(f)
     specs = layer_specs(cfg)
-    mem = memory_plan(cfg, t, specs)
+    mem = memory_plan(cfg, t, specs, method, tokens)
     fits = cards.fit_cards(mem)
     edge = (t.groups.get("embeddings", 0) + t.groups.get("head", 0)) / total if total else 0.0
     split = cards.split_cards(mem, fits, cfg.num_layers, edge)

@@ -11,6 +11,11 @@ import math
 
 from tracker.model.plan import Card, CardFit, MemoryPlan, SplitPlan
 
+#: Usable memory is capacity / 1.15. The 15 % covers what no trace of tensors shows: the CUDA
+#: context and kernel images (0.3-0.5 GB), the caching allocator's rounding and fragmentation
+#: (blocks of 512 bytes and 2 MB segments), cuBLAS / cuDNN workspaces and NCCL buffers. It
+#: does not cover a data loader's pinned buffers, a second process on the card, activation
+#: checkpointing turned off where the estimate assumed it, or sequences longer than planned.
 HEADROOM = 1.15
 CARDS: tuple[Card, ...] = (
     Card("t4", "T4 16 GB", 16 * 10**9),
@@ -39,8 +44,8 @@ def modes(mem: MemoryPlan) -> dict[str, tuple[int, int]]:
     """(fixed, per-sample) bytes of each mode."""
     return {
         "full_finetune": (mem.full_fixed, mem.activations),
-        "lora": (mem.lora_fixed, mem.activations),
-        "serve": (mem.serve_weights, mem.kv_cache),
+        "lora": (mem.lora_fixed, mem.lora_per_sample),
+        "serve": (mem.serve_weights, mem.serve_per_sample),
     }
 
 

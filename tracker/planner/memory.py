@@ -9,6 +9,7 @@ Activations follow Korthikanti et al. (2022) with SDPA (no score matrix), per sa
 from __future__ import annotations
 
 from tracker.model.plan import MemoryPlan, ModelConfig
+from tracker.planner import traced
 from tracker.planner.layers import ENCODER_ONLY, LayerSpec, layer_specs
 from tracker.planner.tally import Tally
 
@@ -18,21 +19,28 @@ BYTES_PER_TRAINED_PARAM = 1.2 * 16  # weights, gradients, AdamW state, with over
 BF16 = 2
 
 
-def training_tokens(cfg: ModelConfig) -> int:
-    """Tokens per training sample: min(2048, the model's context)."""
+METHODS = ("traced", "seed")
+
+
+def training_tokens(cfg: ModelConfig, tokens: int | None = None) -> int:
+    """Tokens per training sample: min(2048, the model's context), or ``tokens`` if given."""
+    if tokens is not None and cfg.family != "vit":
+        return tokens
     if cfg.family == "vit":
         return cfg.context or 197
     return min(TRAIN_TOKENS_CAP, cfg.context or TRAIN_TOKENS_CAP)
 
 
-def serve_tokens(cfg: ModelConfig) -> int:
+def serve_tokens(cfg: ModelConfig, tokens: int | None = None) -> int:
     """Tokens per served sequence: 512 (or the context when shorter) for generative models.
 
     An encoder serves whole sequences, so it is sized at its training length, as the seed
     pages do (xlm-roberta-base at 514).
     """
     if cfg.family in ENCODER_ONLY:
-        return training_tokens(cfg)
+        return training_tokens(cfg, tokens)
+    if tokens is not None:
+        return tokens
     return min(SERVE_TOKENS, cfg.context or SERVE_TOKENS)
 
 
@@ -113,23 +121,48 @@ def stored_weight_bytes(cfg: ModelConfig, t: Tally) -> int:
     return int(t.total * per)
 
 
-def memory_plan(cfg: ModelConfig, t: Tally,
-                specs: tuple[LayerSpec, ...] | None = None) -> MemoryPlan:
-    """Batch-1 memory of every mode, split into what is fixed and what grows per sample."""
+def memory_plan(cfg: ModelConfig, t: Tally, specs: tuple[LayerSpec, ...] | None = None,
+                method: str = "traced", tokens: int | None = None) -> MemoryPlan:
+    """Batch-1 memory of every mode, split into what is fixed and what grows per sample.
+
+    ``method`` is ``traced`` (a traced step's terms, :mod:`tracker.planner.traced`) or
+    ``seed`` (the seed pages' method, reproducing their tables); ``tokens`` overrides the
+    training and serving length.
+    """
     specs = layer_specs(cfg) if specs is None else specs
-    s, serve = training_tokens(cfg), serve_tokens(cfg)
+    s, serve = training_tokens(cfg, tokens), serve_tokens(cfg, tokens)
     cross = 0
     if cfg.family in ("t5", "mt5", "bart", "whisper"):
         cross = cfg.get_int("max_source_positions") if cfg.family == "whisper" else serve
     weights = weight_bytes(cfg, t)
+    context = cfg.context or serve
+    if method == "seed":
+        return MemoryPlan(
+            training_tokens=s, serve_tokens=serve,
+            full_fixed=round(BYTES_PER_TRAINED_PARAM * t.total),
+            lora_fixed=weights + round(BYTES_PER_TRAINED_PARAM * t.lora),
+            serve_weights=weights, activations=activations(cfg, specs, s),
+            kv_cache=kv_cache(specs, serve, cross), lora_params=t.lora,
+            stored_weights=stored_weight_bytes(cfg, t), method="seed", context_tokens=context,
+            kv_cache_full_context=kv_cache(specs, context, cross and context),
+        )
+    full_fixed, full_act = traced.linear_fit(traced.full_phases(cfg, t, specs, s))
+    lora_fixed, lora_act = traced.linear_fit(traced.lora_phases(cfg, t, specs, s, weights))
+    encoder = cfg.family in ENCODER_ONLY
+    kv = 0 if encoder else kv_cache(specs, serve, cross)
     return MemoryPlan(
-        training_tokens=s,
-        serve_tokens=serve,
-        full_fixed=round(BYTES_PER_TRAINED_PARAM * t.total),
-        lora_fixed=weights + round(BYTES_PER_TRAINED_PARAM * t.lora),
-        serve_weights=weights,
-        activations=activations(cfg, specs, s),
-        kv_cache=kv_cache(specs, serve, cross),
-        lora_params=t.lora,
-        stored_weights=stored_weight_bytes(cfg, t),
+        training_tokens=s, serve_tokens=serve, full_fixed=full_fixed, lora_fixed=lora_fixed,
+        serve_weights=weights, activations=full_act, kv_cache=kv, lora_params=t.lora,
+        stored_weights=stored_weight_bytes(cfg, t), method="traced", lora_activations=lora_act,
+        serve_per_sequence=_encoder_prefill(cfg, specs, serve) if encoder else None,
+        context_tokens=context,
+        kv_cache_full_context=0 if encoder else kv_cache(specs, context, cross and context),
     )
+
+
+def _encoder_prefill(cfg: ModelConfig, specs: tuple[LayerSpec, ...], s: int) -> int:
+    """What one more sequence adds to an encoder's bf16 forward (no KV cache to keep): the
+    widest layer's live tensors, and the scores of an MLM head."""
+    widest = max((4 * spec.hidden + 2 * spec.ffn for spec in specs), default=0)
+    head = 2 * cfg.vocab_size if traced.vocab_logits(cfg, cfg.architecture or "") else 0
+    return s * (widest + head)

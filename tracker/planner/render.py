@@ -50,7 +50,17 @@ def plan_to_json(plan: Plan) -> dict[str, Any]:
             "activations_per_sample": m.activations if ok else None,
             "lora_adapter_params": m.lora_params if ok else None,
             "checkpoint_weights": m.stored_weights if ok else None,
+            "kv_cache_full_context": m.kv_cache_full_context if ok else None,
+            # largest batch = floor((card / 1.15 - fixed) / per_sample), per mode
+            "fixed": {"full_finetune": m.full_fixed if ok else None,
+                      "lora": m.lora_fixed if ok else None,
+                      "serve": m.serve_weights if ok else None},
+            "per_sample": {"full_finetune": m.activations if ok else None,
+                           "lora": m.lora_per_sample if ok else None,
+                           "serve": m.serve_per_sample if ok else None},
         },
+        "method": m.method,
+        "context_tokens": m.context_tokens if ok else None,
         "cards": cards,
         "split": [{"card": s.card, "mode": s.mode, "cut_after_layer": s.cut_after_layer,
                    "batch": s.batch} for s in plan.split],
@@ -98,11 +108,15 @@ def render_plan_text(plan: Plan) -> str:
                          f"{p.explanation}")
         lines += [
             "",
-            f"Memory at batch 1 ({m.training_tokens} training tokens, {m.serve_tokens} served):",
-            f"  full fine-tune   {_gb(m.full_finetune)}",
-            f"  LoRA r=16        {_gb(m.lora)}",
+            f"Memory at batch 1 ({m.training_tokens} training tokens, {m.serve_tokens} served; "
+            f"method {m.method}):",
+            f"  full fine-tune   {_gb(m.full_finetune)}  ({_gb(m.full_fixed)} fixed + "
+            f"{_gb(m.activations)} per sample)",
+            f"  LoRA r=16        {_gb(m.lora)}  ({_gb(m.lora_fixed)} fixed + "
+            f"{_gb(m.lora_per_sample)} per sample)",
             f"  serve weights    {_gb(m.serve_weights)}",
-            f"  KV cache         {_gb(m.kv_cache)}",
+            f"  KV cache         {_gb(m.kv_cache)} at {m.serve_tokens} tokens, "
+            f"{_gb(m.kv_cache_full_context)} at the full context ({m.context_tokens})",
             "",
             f"{'Card':<20}{'Full fine-tune':>16}{'LoRA r=16':>12}{'Serve':>10}",
         ]
