@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from tracker.errors import ConfigError
 
@@ -253,7 +254,25 @@ def load_settings(path: str | os.PathLike[str] | None = None, env: Mapping[str, 
     return s
 
 
+#: Values that ship in examples: a deployment that still carries one refuses to start.
+PLACEHOLDERS = frozenset({"change-me", "changeme", "change_me", "replace-me", "replaceme", "secret",
+                          "password", "token", "xxx", "todo", "example"})
+_GENERATE = "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+
+
+def _placeholder_errors(s: Settings) -> None:
+    """Refuse a known default secret (issue 15 point 8) rather than run with it."""
+    named = {"HUBWATCH_API_TOKEN": s.server.api_token, "HUBWATCH_WEBHOOK_SECRET": s.hooks.secret}
+    for var, value in named.items():
+        if value and value.strip().lower() in PLACEHOLDERS:
+            raise ConfigError(f"{var} is the placeholder {value.strip()!r}: set a real one ({_GENERATE})")
+    password = urlsplit(s.storage.url).password if "://" in s.storage.url else None
+    if password and unquote(password).lower() in PLACEHOLDERS:
+        raise ConfigError(f"the database URL's password is the placeholder {unquote(password)!r}: set the real one")
+
+
 def _validate(s: Settings) -> None:
+    _placeholder_errors(s)
     if s.schedule.concurrency < 1:
         raise ConfigError("[schedule] concurrency must be at least 1")
     if s.schedule.interval_seconds < 1:
