@@ -39,7 +39,9 @@ def test_revert_adds_fixed_event_and_ids_are_stable(tmp_path: Path) -> None:
     assert {"introduced": shas[1]} in events and {"fixed": shas[3]} in events
     assert record["modified"] >= record["published"]
     shown = cli.ok("show", "org/model", shas[1]).out
-    assert "rendered prompt, probe" in shown and "\n      +<s>" in shown  # the prompt now starts with bos
+    assert "prompt for a user message" in shown or "prompt for a multi-turn conversation" in shown
+    assert "\n        +<s>" in shown  # the prompt now starts with bos
+    assert "why: A chat template's text changed (see its rendered diff)." in shown
     records = cli.ok("advisories", "--json").json()
     assert {r["id"] for r in records} == {e["advisory_id"] for e in history.values() if e["advisory_id"]}
     for r in records:

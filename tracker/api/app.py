@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from storage.store import Store
-from tracker.about import hubwatch_version
+from tracker import __version__
 from tracker.api.guard import RequestGuard
 from tracker.api.metrics import Metrics
 from tracker.api.openapi import install_openapi
@@ -30,7 +30,7 @@ def create_app(
     metrics: Metrics | None = None,
 ) -> FastAPI:
     # /docs is our own page (tracker.api.pages_model): Swagger UI would load from a CDN
-    app = FastAPI(title="hubwatch", version=hubwatch_version(), docs_url=None, redoc_url=None,
+    app = FastAPI(title="hubwatch", version=__version__, docs_url=None, redoc_url=None,
                   description="Upstream change tracker and advisory daemon for Hugging Face model repos.")
     app.router.redirect_slashes = False  # its redirects are built from the client's Host header
     app.state.store = store

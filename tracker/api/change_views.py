@@ -145,7 +145,9 @@ def sentence(text: str) -> str:
     text = " ".join(str(text).split())
     if not text:
         return ""
-    text = text[0].upper() + text[1:]
+    first = text.split(" ", 1)[0]
+    if first.isalpha():  # "chat template ..." -> "Chat template ...", but never "Config.json" or "Eos_token_id"
+        text = text[0].upper() + text[1:]
     return text if text.endswith((".", "!", "?", "…")) else text + "."
 
 

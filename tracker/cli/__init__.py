@@ -12,6 +12,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from tracker import __version__
 from tracker.cli import commands
 from tracker.errors import HubwatchError, NotTrackedError, RevisionUnknownError, UsageError
 
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hubwatch", description="Track Hugging Face model repos and advise on every change.")
     p.add_argument("--config", metavar="PATH", help="config file (default: HUBWATCH_CONFIG or ./config.toml)")
     p.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    p.add_argument("--version", action="version", version=f"hubwatch {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     anywhere = argparse.ArgumentParser(add_help=False)  # --debug after the command works too
     anywhere.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
@@ -64,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     h = cmd("history", "a repo's revisions, newest first", json=True)
     h.add_argument("source", metavar="SOURCE")
     h.add_argument("--limit", type=int, default=None)
+    h.add_argument("--why", action="store_true", help="say why each change has its severity (the rule's reason)")
 
     s = cmd("show", "one revision: its changes, plan and advisory", json=True)
     s.add_argument("source", metavar="SOURCE")
@@ -132,7 +135,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
-        return commands.dispatch(args)
+        code = commands.dispatch(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below, not at exit
+        return code
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_OK  # `hubwatch history X | head`: the reader had enough
     except UsageError as e:
         _fail(args, e)
         return EXIT_USAGE
@@ -144,6 +152,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # the one catch-all of the CLI: one line, no traceback unless --debug
         _fail(args, e)
         return EXIT_ERROR
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush cannot raise again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real file descriptor (captured output in tests)
+        pass
 
 
 def _fail(args: argparse.Namespace, e: BaseException) -> None:

@@ -30,9 +30,12 @@ class PlanStep:
         if not self.enabled or not isinstance(head.config, dict):
             return None, None, None
         base_cfg = base.config if base is not None else None
-        if not first and base_cfg == head.config:
+        head_ckpt = checkpoint_params(head)
+        # re-planned when the config or the checkpoint's own count moved, so the stored plan of
+        # every revision is the one `hubwatch plan ORG/NAME@REV` computes
+        if not first and base_cfg == head.config and checkpoint_params(base) == head_ckpt:
             return None, None, None
-        new = plan(parse_model_config(head.config), checkpoint_params=checkpoint_params(head), assumptions=self.assumptions)
+        new = plan(parse_model_config(head.config), checkpoint_params=head_ckpt, assumptions=self.assumptions)
         if not isinstance(base_cfg, dict):
             return plan_to_json(new), None, None
         old = plan(parse_model_config(base_cfg), checkpoint_params=checkpoint_params(base), assumptions=self.assumptions)
