@@ -65,7 +65,8 @@ def test_writes_declare_the_bearer_token_and_its_errors(spec: dict[str, Any]) ->
 
 
 def test_bodies_responses_and_errors_are_typed(spec: dict[str, Any]) -> None:
-    for path in ("/v1/query", "/v1/querybatch", "/hooks/huggingface", "/api/v1/plan", "/api/v1/repos"):
+    for path in ("/v1/query", "/v1/querybatch", "/hooks/huggingface", "/api/v1/plan", "/api/v1/repos",
+                 "/api/v1/drift"):
         body = spec["paths"][path]["post"]["requestBody"]
         assert body["required"] and body["content"]["application/json"]["schema"], path
     error_ref = {"$ref": "#/components/schemas/Error"}
@@ -109,6 +110,7 @@ def test_the_routes_answer_what_the_document_says(store, client: TestClient, spe
         ("post", "/api/v1/plan", client.post("/api/v1/plan", json={"model_type": "llama"}), 200),
         ("post", "/api/v1/subscriptions", client.post("/api/v1/subscriptions", json={"url": "http://127.0.0.1:9/h"}, headers=AUTH), 201),
         ("get", "/api/v1/subscriptions", client.get("/api/v1/subscriptions", headers=AUTH), 200),
+        ("post", "/api/v1/drift", client.post("/api/v1/drift", json={"queries": [{"repo": "org/model", "revision": revs[1].sha}, {"repo": "org/none", "revision": "abcd"}]}), 200),
         # errors
         ("get", "/api/v1/repos/{org}/{name}/revisions", client.get("/api/v1/repos/org/model/revisions?cursor=x"), 400),
         ("get", "/api/v1/repos/{org}/{name}/revisions", client.get("/api/v1/repos/org/model/revisions?limit=0"), 400),

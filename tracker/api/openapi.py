@@ -190,10 +190,34 @@ class Subscription(_Open):
     secret: str | None = Field(None, description="only in the answer to the POST that created it")
 
 
+class DriftQuery(_Open):
+    repo: str = Field(..., description="org/name")
+    revision: str = Field(..., description="4 to 64 hex digits")
+
+
+class DriftQueries(_Open):
+    queries: list[DriftQuery] = Field(..., max_length=1000)
+
+
+class Drift(_Open):
+    repo: str
+    revision: str
+    tracked: bool
+    known: bool
+    reachable: bool | None
+    upstream_head: str | None
+    behind: int | None
+    severities_since: dict[str, int]
+
+
+class DriftResults(_Open):
+    results: list[Drift]
+
+
 MODELS: tuple[type[BaseModel], ...] = (
     Error, OsvRecord, OsvQuery, OsvQueryBatch, OsvVulnList, OsvBatchResults, OsvIndexEntry,
     HubWebhookPayload, HookAnswer, Revision, RevisionDetail, RevisionsPage, Compare, Plan, Badge,
-    Subscription,
+    Subscription, DriftQueries, DriftResults,
 )
 
 
@@ -227,12 +251,14 @@ BODIES: dict[tuple[str, str], dict[str, dict[str, Any]]] = {
     ("post", "/api/v1/subscriptions"): {"201": _ref("Subscription")},
     ("get", "/api/v1/subscriptions/{sub_id}"): {"200": _ref("Subscription")},
     ("patch", "/api/v1/subscriptions/{sub_id}"): {"200": _ref("Subscription")},
+    ("post", "/api/v1/drift"): {"200": _ref("DriftResults")},
 }
 #: Routes that read their body by hand (any Content-Type, as osv.dev clients send none).
 REQUEST_BODIES: dict[tuple[str, str], str] = {
     ("post", "/v1/query"): "OsvQuery",
     ("post", "/v1/querybatch"): "OsvQueryBatch",
     ("post", "/hooks/huggingface"): "HubWebhookPayload",
+    ("post", "/api/v1/drift"): "DriftQueries",
 }
 #: Errors beyond the generic ones (400 with input, 404 with a path parameter, 401/403 when secured).
 EXTRA_ERRORS: dict[tuple[str, str], tuple[str, ...]] = {
