@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import case, func, or_, update
 from sqlmodel import col, select
 
+from storage.sanitise import clean_text
 from storage.store import Store
 from storage.tables import RepoRow, RevisionRow
 
@@ -138,7 +139,7 @@ def finish_poll(
         if changed:
             values["last_change_at"] = now
     else:
-        values.update(last_error=error[:2000], last_error_kind=error_kind, failures=col(RepoRow.failures) + 1)
+        values.update(last_error=clean_text(error, 2000), last_error_kind=error_kind, failures=col(RepoRow.failures) + 1)
     with store.session() as s:
         s.execute(update(RepoRow).where(col(RepoRow.id) == repo_id).values(**values))
         s.commit()

@@ -15,12 +15,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Engine, func, or_, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DataError, IntegrityError, StatementError
 from sqlmodel import Session, col, select
 
 from storage.engine import make_engine, migrate
 from storage.outbox import enqueue_advisory_event
 from storage.records import AdvisoryRecord, NewRevision, RepoRecord, RevisionRecord
+from storage.sanitise import bare, clean_text, storable
 from storage.tables import (
     AdvisoryEditRow,
     AdvisoryRow,
@@ -162,7 +163,7 @@ class Store:
                 if changed:
                     row.last_change_at = now
             else:
-                row.last_error = error[:2000]
+                row.last_error = clean_text(error, 2000)
                 row.last_error_kind = error_kind
                 row.failures += 1
             if next_check_at is not None:
@@ -283,9 +284,23 @@ class Store:
         """Write one revision and everything it produced in one transaction.
 
         Returns False (and writes nothing) when the revision is already stored: reprocessing,
-        a crash and retry, or a second daemon are all no-ops.
+        a crash and retry, or a second daemon are all no-ops. Text and JSON are cleaned first
+        (:mod:`storage.sanitise`); when the database still refuses the content, the revision is
+        recorded bare, with a change that says so, so the head moves on (issue 16, point 3).
         """
         now = now or utcnow()
+        rev = storable(rev)
+        try:
+            return self._record_revision(rev, now)
+        except (DataError, UnicodeError, ValueError) as e:  # the content, not the database
+            why = type(getattr(e, "orig", None) or e).__name__
+        except StatementError as e:
+            if not isinstance(e.orig, (UnicodeError, ValueError)):
+                raise  # the database is unwell: the check is retried
+            why = type(e.orig).__name__
+        return self._record_revision(bare(rev, why), now)
+
+    def _record_revision(self, rev: NewRevision, now: datetime) -> bool:
         with self.session() as s:
             exists = s.exec(
                 select(RevisionRow.id).where(RevisionRow.repo_id == rev.repo_id, RevisionRow.sha == rev.sha)

@@ -8,12 +8,14 @@ Exit codes: 0 ok, 1 error (one line on stderr; traceback only with --debug), 2 u
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 from collections.abc import Sequence
 
 from tracker import __version__
 from tracker.cli import commands
+from tracker.cli.safe_output import TerminalSafe, escape_controls
 from tracker.errors import HubwatchError, NotTrackedError, RevisionUnknownError, UsageError
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -135,7 +137,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
-        code = commands.dispatch(args)
+        with contextlib.redirect_stdout(TerminalSafe(sys.stdout)), \
+                contextlib.redirect_stderr(TerminalSafe(sys.stderr)):  # type: ignore[type-var]
+            code = commands.dispatch(args)
         sys.stdout.flush()  # a closed pipe shows here, inside the handler below, not at exit
         return code
     except BrokenPipeError:
@@ -171,7 +175,7 @@ def _fail(args: argparse.Namespace, e: BaseException) -> None:
 
         traceback.print_exc()
     message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    print(f"hubwatch: error: {message}", file=sys.stderr)
+    print(f"hubwatch: error: {escape_controls(message)}", file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -67,6 +67,13 @@ def measure(value: Any, budget: Budget) -> int:
     return count
 
 
+def charge(value: Any, budget: Budget) -> None:
+    """Pay for an operand or a result by its size (numbers and None cost nothing more; a
+    ``range`` is paid for per item as a loop or a filter walks it)."""
+    if isinstance(value, (str, bytes, list, tuple, dict, set, frozenset, Namespace)):
+        measure(value, budget)
+
+
 def check_format(fmt: str) -> None:
     """Refuse printf / str.format widths and precisions that would build huge strings."""
     for m in _PRINTF.finditer(fmt):

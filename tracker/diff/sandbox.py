@@ -44,6 +44,7 @@ from tracker.diff.bounds import (
     MAX_VALUE,
     Budget,
     RenderLimit,
+    charge,
     check_binop,
     check_filter,
     check_format,
@@ -289,10 +290,11 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         def bounded(*args: Any, **kwargs: Any) -> Any:
             self.budget.spend(1)
             for a in (*args, *kwargs.values()):
-                if isinstance(a, (list, tuple, dict, set, frozenset, Namespace)):
-                    measure(a, self.budget)
+                charge(a, self.budget)  # by size: `s|wordcount` over 240 kB in a loop ran 800 s
             check_filter(name, args, kwargs)
-            return self._check_value(fn(*args, **kwargs))
+            result = fn(*args, **kwargs)
+            charge(result, self.budget)
+            return self._check_value(result)
 
         return bounded
 
@@ -333,9 +335,9 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
     def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         __self.budget.spend(1)
         for a in (*args, *kwargs.values()):
-            if isinstance(a, (list, tuple, dict, set, frozenset, Namespace)):
-                measure(a, __self.budget)
+            charge(a, __self.budget)
         owner = getattr(__obj, "__self__", None)
+        charge(owner, __self.budget)  # `s.split()`, `s.find(x)`: the receiver's size is the work
         if isinstance(owner, str):
             method = getattr(__obj, "__name__", "")
             if method in ("center", "ljust", "rjust", "zfill"):
@@ -352,7 +354,10 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
                         raise RenderLimit("replace result is too large")
             elif method == "join" and len(args) == 1:
                 return __self._check_value(_join(__self, args[0], owner))
-        return __self._check_value(super().call(__context, __obj, *args, **kwargs))
+        result = super().call(__context, __obj, *args, **kwargs)
+        if not isinstance(result, Iterator):  # a generator is charged as the template consumes it
+            charge(result, __self.budget)
+        return __self._check_value(result)
 
     # -- entry point ------------------------------------------------------------------
     def compile_bounded(self, source: str) -> Any:
