@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.diff.helpers import diff_files, only
 from tests.extract.snapshots import snapshot_of
 from tracker.diff import diff_artifacts
@@ -120,3 +122,47 @@ def test_unreadable_code_still_counts() -> None:
     c = only(d, "modelling_rw.py")
     assert c.topics == ("code.auto_map_target.changed",)
     assert c.detail["diff"] is None and "over the cap" in c.detail["unreadable"]["head"]
+
+
+def _reordered(n: int, distinct: int, how: str) -> tuple[bytes, bytes]:
+    lines = [f"x{i % distinct} = {i % distinct}  # filler" for i in range(n)]
+    if how == "reversed":
+        new = lines[::-1]
+    else:  # neighbours swapped: difflib's recursion goes n/2 deep, each level O(n)
+        new = [x for i in range(0, n - 1, 2) for x in (lines[i + 1], lines[i])]
+    return "\n".join(lines).encode(), "\n".join(new).encode()
+
+
+@pytest.mark.parametrize(("distinct", "how"), [(100, "reversed"), (20_000, "swapped")])
+def test_a_diff_bomb_costs_a_bounded_time(distinct: int, how: str) -> None:
+    """Issue 16, point 5: 20,000 reordered lines once took 119-320 s in difflib."""
+    import time
+
+    old, new = _reordered(20_000, distinct, how)
+    started = time.process_time()
+    d = diff_files({"modeling_x.py": old}, {"modeling_x.py": new})
+    assert time.process_time() - started < 3
+    diff = only(d, "modeling_x.py").detail["diff"]
+    assert diff["truncated"] is True and diff["diff"].startswith("--- a/modeling_x.py")
+
+
+def test_the_bounded_diff_is_difflibs_on_ordinary_input() -> None:
+    import difflib
+    import random
+
+    from tracker.diff.textdiff import MAX_CELLS, bounded_opcodes, unified
+
+    rng = random.Random(7)
+    for _ in range(200):
+        a = [rng.choice("abcdefg") for _ in range(rng.randint(0, 40))]
+        b = [rng.choice("abcdefg") for _ in range(rng.randint(0, 40))]
+        expected = "\n".join(difflib.unified_diff(a, b, "a/x", "b/x", lineterm=""))
+        assert unified("\n".join(a), "\n".join(b), "x", "x")["diff"] == expected
+    # past the cell cap the opcodes still rebuild the new text exactly
+    a = [f"l{i % 300}" for i in range(3_000)] + [f"u{i}" for i in range(500)]
+    b = a[::-1]
+    assert len(a) * len(b) > MAX_CELLS
+    ops, _ = bounded_opcodes(a, b)
+    rebuilt = [x for tag, i1, i2, j1, j2 in ops for x in (a[i1:i2] if tag == "equal" else b[j1:j2])]
+    assert rebuilt == b
+    assert all(a[i1:i2] == b[j1:j2] for tag, i1, i2, j1, j2 in ops if tag == "equal")

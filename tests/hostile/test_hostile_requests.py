@@ -207,3 +207,31 @@ def test_querybatch_work_is_budgeted(store: Store, monkeypatch: pytest.MonkeyPat
     r = client.post("/v1/querybatch", json={"queries": queries})
     assert r.status_code == 429 and r.json()["code"] == 8
     assert time.monotonic() - started < 5
+
+
+def test_a_compare_is_computed_once_however_often_it_is_asked(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 16, point 4: the compare route re-rendered both sides on every request."""
+    from storage import open_store
+    from tests.daemon.helpers import tiny_repo
+    from tests.e2e.cli_helpers import Cli
+    from tracker.api import compute
+
+    b = tiny_repo(tmp_path / "r.git", commits=3)
+    db = f"sqlite:///{tmp_path / 'hw.db'}"
+    Cli(tmp_path / "cli", db).ok("track", str(b.path), "--as", "org/model")
+    store = open_store(db)
+    shas = [r.sha for r in store.history("org/model")]
+    calls: list[str] = []
+    real = compute._compare
+
+    def counting(*a: Any) -> Any:
+        calls.append(a[3].sha)
+        return real(*a)
+
+    monkeypatch.setattr(compute, "_compare", counting)
+    client = _client(store)
+    url = f"/api/v1/repos/org/model/compare/{shas[-1]}...{shas[0]}"
+    answers = [client.get(url) for _ in range(5)]
+    assert {r.status_code for r in answers} == {200} and len({r.text for r in answers}) == 1
+    assert len(calls) == 1 and answers[0].json()["changes"]
+    store.close()

@@ -1,7 +1,10 @@
 """Stage 8 (read): what the API computes on request from stored data: compares and plans.
 
 A compare rebuilds both stored snapshots (no source access), extracts, diffs and applies the
-severity rules, exactly as ``hubwatch diff`` does. Plans come from the pure planner. The
+severity rules, exactly as ``hubwatch diff`` does. Every diff and render is bounded (the
+sandbox's fuel, the bounded text diff); on top, a compare is computed at most twice at once
+and its answer kept (stored revisions never change), so repeating a request costs nothing
+(issue 16, point 4: the compare route re-rendered both sides on every request). Plans come from the pure planner. The
 pure layers are imported lazily, so the read API still serves everything else in a build
 without them (the routes answer 501).
 """
@@ -9,6 +12,9 @@ without them (the routes answer 501).
 from __future__ import annotations
 
 import json
+import threading
+import weakref
+from collections import OrderedDict
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -28,9 +34,38 @@ class Unavailable(HTTPException):
         super().__init__(501, f"{what} is not available in this build")
 
 
+COMPARE_CACHE = 128  # answers kept
+COMPARE_WAIT = 30.0  # seconds a request waits for a compare slot before 503
+_COMPARE_SLOTS = threading.BoundedSemaphore(2)
+_compared: weakref.WeakKeyDictionary[Store, OrderedDict[tuple[str, str, str], dict[str, Any]]] = (
+    weakref.WeakKeyDictionary())
+_compared_lock = threading.Lock()
+
+
 def compare_revisions(store: Store, settings: Settings, repo_id: str, base: RevisionRecord,
                       head: RevisionRecord) -> dict[str, Any]:
     """The changes between any two stored revisions, with the plan delta between them."""
+    key = (repo_id, base.sha, head.sha)
+    with _compared_lock:
+        kept = _compared.setdefault(store, OrderedDict())
+        if key in kept:
+            kept.move_to_end(key)
+            return kept[key]
+    if not _COMPARE_SLOTS.acquire(timeout=COMPARE_WAIT):
+        raise HTTPException(503, "too many compares at once; retry shortly", headers={"Retry-After": "5"})
+    try:
+        answer = _compare(store, settings, repo_id, base, head)
+    finally:
+        _COMPARE_SLOTS.release()
+    with _compared_lock:
+        kept[key] = answer
+        while len(kept) > COMPARE_CACHE:
+            kept.popitem(last=False)
+    return answer
+
+
+def _compare(store: Store, settings: Settings, repo_id: str, base: RevisionRecord,
+             head: RevisionRecord) -> dict[str, Any]:
     try:
         from advisories.rules import apply_rules
         from tracker.diff import diff_artifacts
