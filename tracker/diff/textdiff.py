@@ -150,7 +150,7 @@ def _bisect(pairs: list[tuple[int, int]], tails: list[int], j: int) -> int:
 def _unified_lines(a: list[str], b: list[str], ops: list[Opcode], name_a: str, name_b: str, n: int) -> list[str]:
     """What ``difflib.unified_diff`` prints, from precomputed opcodes."""
     sm = difflib.SequenceMatcher(None, a, b)
-    sm.opcodes = ops  # get_grouped_opcodes() works from these, never matching again
+    sm.opcodes = ops  # type: ignore[attr-defined]  # get_grouped_opcodes() uses these: no matching
     lines: list[str] = []
     for group in sm.get_grouped_opcodes(n):
         if not lines:
