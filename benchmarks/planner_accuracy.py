@@ -35,6 +35,7 @@ VENV = ROOT / "benchmarks" / ".venv-torch"
 PINS = ("torch==2.13.0", "transformers", "peft")
 BEGIN, END = "<!-- planner-accuracy:begin -->", "<!-- planner-accuracy:end -->"
 FIGURES = ROOT / "tracker" / "planner" / "accuracy_figures.py"
+TRACES = ROOT / "benchmarks" / "planner_accuracy_traces.json"
 
 
 def _in_venv() -> bool:
@@ -56,8 +57,8 @@ def _ratio(est: float, traced: float) -> float | None:
     return est / traced if traced else None
 
 
-def measure(name: str, cfg: dict[str, Any], task: str, real: bool) -> dict[str, Any]:
-    """Traced figures and both methods' estimates for one model."""
+def trace(name: str, cfg: dict[str, Any], task: str, real: bool) -> dict[str, Any]:
+    """The traced figures of one model (needs the torch virtualenv)."""
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import trace_step
@@ -65,33 +66,42 @@ def measure(name: str, cfg: dict[str, Any], task: str, real: bool) -> dict[str, 
     from tracker.extract.model_config import parse_model_config
     from tracker.planner import plan
 
-    parsed = parse_model_config(cfg)
-    traced_plan, seed_plan = plan(parsed), plan(parsed, method="seed")
-    m, sm = traced_plan.memory, seed_plan.memory
+    m = plan(parse_model_config(cfg)).memory
     s, serve = m.training_tokens, m.serve_tokens
     t0 = time.perf_counter()
     tr = trace_step.trace_train(cfg, task, s, real)
     sv = trace_step.trace_serve(cfg, task, serve, real)
     full, lora = tr["full"], tr["lora"]
-    traced = {
-        "full_finetune": full[1], "activations": (full[4] - full[2]) / 2, "lora": lora[1],
-        "lora_activations": (lora[4] - lora[2]) / 2, "weights": sv["weights"],
-        "kv_cache": sv["kv_cache"],
-    }
+    return {"name": name, "tokens": s, "serve_tokens": serve, "attention": tr["attention"],
+            "real": real, "seconds": round(time.perf_counter() - t0, 1),
+            "peaks": {"full": full, "lora": lora},
+            "traced": {
+                "full_finetune": full[1], "activations": (full[4] - full[2]) / 2,
+                "lora": lora[1], "lora_activations": (lora[4] - lora[2]) / 2,
+                "weights": sv["weights"], "kv_cache": sv["kv_cache"]}}
+
+
+def estimate(row: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
+    """Both methods' estimates beside a model's traced figures (pure: no torch)."""
+    sys.path.insert(0, str(ROOT))
+    from tracker.extract.model_config import parse_model_config
+    from tracker.planner import plan
+
+    parsed = parse_model_config(cfg)
+    traced_plan, seed_plan = plan(parsed), plan(parsed, method="seed")
+    m, sm = traced_plan.memory, seed_plan.memory
     est = {"full_finetune": m.full_finetune, "activations": m.activations, "lora": m.lora,
            "lora_activations": m.lora_per_sample, "weights": m.serve_weights,
            "kv_cache": m.kv_cache}
     seed = {"full_finetune": sm.full_finetune, "activations": sm.activations, "lora": sm.lora,
             "lora_activations": sm.activations, "weights": sm.serve_weights,
             "kv_cache": sm.kv_cache}
-    return {"name": name, "tokens": s, "serve_tokens": serve, "attention": tr["attention"],
-            "real": real, "seconds": round(time.perf_counter() - t0, 1), "traced": traced,
-            "estimate": est, "seed": seed,
-            "t4": {"traced_method": traced_plan.card("t4").full_finetune  # type: ignore[union-attr]
-                   if traced_plan.card("t4") else 0,
-                   "seed_method": seed_plan.card("t4").full_finetune  # type: ignore[union-attr]
-                   if seed_plan.card("t4") else 0,
-                   "traced_step": _largest_batch(full, 16e9 / 1.15)}}
+    peaks = {int(k): v for k, v in row["peaks"]["full"].items()}
+    t4_traced, t4_seed = traced_plan.card("t4"), seed_plan.card("t4")
+    return {**row, "estimate": est, "seed": seed,
+            "t4": {"traced_method": t4_traced.full_finetune if t4_traced else 0,
+                   "seed_method": t4_seed.full_finetune if t4_seed else 0,
+                   "traced_step": _largest_batch(peaks, 16e9 / 1.15)}}
 
 
 def _largest_batch(peaks: dict[int, int], usable: float) -> int:
@@ -146,56 +156,69 @@ def render(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(rows: list[dict[str, Any]], method: str = "estimate") -> dict[str, Any]:
     ok = [r for r in rows if "error" not in r]
     rng: dict[str, tuple[float, float]] = {}
     within: dict[str, int] = {}
     for c in COMPONENTS:
-        ratios = [x for r in ok if (x := _ratio(r["estimate"][c], r["traced"][c])) is not None]
+        ratios = [x for r in ok if (x := _ratio(r[method][c], r["traced"][c])) is not None]
         if ratios:
             rng[c] = (min(ratios), max(ratios))
         within[c] = sum(1 for x in ratios if abs(x - 1) <= 0.10)
     return {"models": len(ok), "range": rng, "within": within}
 
 
-def write_figures(summary: dict[str, Any]) -> None:
-    worst = {c: round(max(abs(lo - 1), abs(hi - 1)) * 100, 1)
-             for c, (lo, hi) in summary["range"].items()}
+def write_figures(traced: dict[str, Any], seed: dict[str, Any]) -> None:
+    def worst(summary: dict[str, Any]) -> dict[str, float]:
+        return {c: round(max(abs(lo - 1), abs(hi - 1)) * 100, 1)
+                for c, (lo, hi) in summary["range"].items()}
+
     FIGURES.write_text(
         '"""The planner\'s measured accuracy, written by benchmarks/planner_accuracy.py.\n\n'
         "Layer 1 (stage 5, plan), data only: do not edit by hand; rerun\n"
         "``python benchmarks/planner_accuracy.py`` to refresh it.\n"
         '"""\n\n'
-        f"#: Models traced.\nMODELS = {summary['models']}\n"
-        "#: Worst |estimate / traced - 1| in percent, per component, over those models.\n"
-        f"WORST_ERROR_PCT: dict[str, float] = {json.dumps(worst, sort_keys=True)}\n"
-        "#: Models within +-10 % of the traced step, per component.\n"
-        f"WITHIN_10_PCT: dict[str, int] = {json.dumps(summary['within'], sort_keys=True)}\n")
+        f"#: Models traced.\nMODELS = {traced['models']}\n"
+        "#: Worst |estimate / traced - 1| in percent per component, by method.\n"
+        f"WORST_ERROR_PCT: dict[str, dict[str, float]] = "
+        f"{json.dumps({'traced': worst(traced), 'seed': worst(seed)}, sort_keys=True)}\n"
+        "#: Models within +-10 % of the traced step per component, by method.\n"
+        f"WITHIN_10_PCT: dict[str, dict[str, int]] = "
+        f"{json.dumps({'traced': traced['within'], 'seed': seed['within']}, sort_keys=True)}\n")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--only", nargs="*", default=None, help="trace only these models")
+    ap.add_argument("--reuse-traces", action="store_true",
+                    help="no tracing: compare the current planner with the stored traces")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
-    if not _in_venv():
+    if not args.reuse_traces and not _in_venv():
         _ensure_venv()
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from accuracy_models import models
 
+    stored: dict[str, Any] = json.loads(TRACES.read_text()) if TRACES.exists() else {}
     rows = []
     for name, cfg, task, real in models():
-        if args.only and name not in args.only:
-            continue
-        try:
-            row = measure(name, cfg, task, real)
-        except Exception as exc:  # one model's failure is a row, not the end of the run
-            row = {"name": name, "error": f"{type(exc).__name__}: {exc}"}
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+        if args.reuse_traces or (args.only and name not in args.only):
+            if name not in stored:
+                continue
+            row = stored[name]
+        else:
+            try:
+                row = trace(name, cfg, task, real)
+            except Exception as exc:  # one model's failure is a row, not the end of the run
+                rows.append({"name": name, "error": f"{type(exc).__name__}: {exc}"})
+                continue
+            stored[name] = row
+        rows.append(estimate(row, cfg))
+        print(json.dumps(rows[-1]), flush=True)
     text = render(rows)
     print(text)
-    if not args.no_write and not args.only:
+    if not args.no_write and any("error" not in r for r in rows):
+        TRACES.write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n")
         results = ROOT / "benchmarks" / "RESULTS.md"
         old = results.read_text() if results.exists() else ""
         if BEGIN in old and END in old:
@@ -203,7 +226,7 @@ def main() -> int:
         else:
             old = old.rstrip("\n") + "\n\n" + text
         results.write_text(old)
-        write_figures(summarize(rows))
+        write_figures(summarize(rows), summarize(rows, "seed"))
     return 0
 
 

@@ -111,3 +111,14 @@ def test_compressed_tensors_and_quanto_widths_come_from_the_config() -> None:
     unknown = parse_model_config({**base, "quantization_config": {"quant_method": "quanto"}})
     assert unknown.quantization is not None and unknown.quantization.bits == 4.0
     assert any("no bit width" in i for i in unknown.issues)
+
+
+def test_an_unknown_decoder_with_the_usual_keys_is_sized_approximately() -> None:
+    llama = load("meta-llama__Llama-3.2-1B.json")
+    novel = {**llama, "model_type": "brand_new_lm", "architectures": ["BrandNewForCausalLM"]}
+    p, ref = plan_of(novel), plan_of(llama)
+    assert p.supported and p.dims["approximate"] is True and ref.dims["approximate"] is False
+    assert p.params.total == ref.params.total  # a Llama-style layout is counted exactly
+    assert p.findings[0].id == "approximate-architecture" and "approximate" in p.findings[0].message
+    no_keys = {"model_type": "brand_new_lm", "hidden_size": 64}
+    assert not plan_of(no_keys).supported

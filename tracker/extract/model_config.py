@@ -10,6 +10,7 @@ types, ...) are computed the same way, so that the planner sees what transformer
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, TypeGuard
 
 from tracker.extract.model_config_families import (
@@ -57,6 +58,14 @@ def parse_model_config(config: Any) -> ModelConfig:
     remote = isinstance(config.get("auto_map"), dict)
     key = MODEL_TYPE_ALIASES.get(model_type or "", model_type or "")
     family = REMOTE_FAMILIES.get(key) or (key if key in DEFAULTS else None)
+    if family is None and _generic_decoder(config, architecture):
+        try:
+            generic = _build(config, model_type, architecture, "llama", "llama",
+                             ALIASES.get("llama", {}), remote, list(issues))
+        except Exception:  # hostile shapes: treated as unknown below
+            generic = None
+        if generic is not None and not generic.fatal:
+            return replace(generic, approximate=True)
     if family is None:
         return ModelConfig(model_type, architecture, None, values=_scalars(config, issues),
                            remote_code=remote, issues=tuple(issues))
@@ -68,6 +77,22 @@ def parse_model_config(config: Any) -> ModelConfig:
         issues.append(f"config could not be read: {type(exc).__name__}: {str(exc)[:200]}")
         return ModelConfig(model_type, architecture, family, remote_code=remote,
                            issues=tuple(issues), fatal=True)
+
+
+#: The keys a decoder-only config of an unknown family must have to be sized as a generic one.
+_GENERIC_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                 "vocab_size")
+
+
+def _generic_decoder(config: dict[str, Any], architecture: str | None) -> bool:
+    """An unknown model_type with the usual decoder keys and a causal-LM (or no) class."""
+    if not all(_is_int(config.get(k)) and config.get(k) for k in _GENERIC_KEYS):
+        return False
+    if any(isinstance(config.get(k), dict) for k in ("text_config", "vision_config",
+                                                      "encoder", "decoder")):
+        return False
+    arch = architecture or ""
+    return not arch or arch.endswith(("ForCausalLM", "LMHeadModel", "Model"))
 
 
 def _build(config: dict[str, Any], model_type: str | None, architecture: str | None,

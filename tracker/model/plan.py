@@ -80,6 +80,7 @@ class ModelConfig:
     sub: Mapping[str, ModelConfig] = field(default_factory=dict)
     issues: tuple[str, ...] = ()
     fatal: bool = False
+    approximate: bool = False  # an unknown model_type sized as a generic (Llama-style) decoder
 
     def get_int(self, key: str, default: int = 0) -> int:
         """An integer value of ``values`` (bools and non-integers give ``default``)."""

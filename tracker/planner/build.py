@@ -37,6 +37,8 @@ def plan(config: ModelConfig, *, checkpoint_params: int | None = None,
     if tokens is not None and tokens < 1:
         raise ValueError("tokens must be a positive number")
     findings = verify.config_findings(config)
+    if config.approximate:
+        findings.insert(0, verify.approximate(config))
     if config.family not in SUPPORTED or config.fatal:
         if config.family not in SUPPORTED:
             findings.insert(0, verify.unsupported(config))
@@ -92,6 +94,7 @@ def _dims(cfg: ModelConfig, specs: tuple[object, ...]) -> dict[str, object]:
         "experts": cfg.num_experts, "experts_per_token": cfg.experts_per_token,
         "sliding_window": cfg.sliding_window, "tied_embeddings": cfg.tie_word_embeddings,
         "quantization": cfg.quantization.method if cfg.quantization else None,
+        "approximate": cfg.approximate,
     }
 
 

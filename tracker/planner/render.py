@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracker.model.plan import CARD_KEYS, Finding, Plan, PlanDelta
+from tracker.planner.accuracy import accuracy
 from tracker.planner.cards import CARDS
 
 
@@ -60,6 +61,7 @@ def plan_to_json(plan: Plan) -> dict[str, Any]:
                            "serve": m.serve_per_sample if ok else None},
         },
         "method": m.method,
+        "accuracy": accuracy(m.method),
         "context_tokens": m.context_tokens if ok else None,
         "cards": cards,
         "split": [{"card": s.card, "mode": s.mode, "cut_after_layer": s.cut_after_layer,

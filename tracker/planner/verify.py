@@ -26,6 +26,22 @@ def unsupported(cfg: ModelConfig) -> Finding:
     )
 
 
+#: What the generic decoder misses on a family that is not Llama-style (biases, QK norms,
+#: fused or extra projections): a few per cent of the count, more for hybrids and MoE.
+GENERIC_EXPECTED_ERROR = "within about 5 % for a Llama-style decoder, more for MoE or hybrids"
+
+
+def approximate(cfg: ModelConfig) -> Finding:
+    """An unknown model_type sized as a generic Llama-style decoder."""
+    return Finding(
+        "approximate-architecture", Level.WARNING,
+        f"model_type {cfg.model_type!r} is not a family the planner knows; it is sized as a "
+        f"generic decoder (gated MLP, RMSNorm, rotary attention, no biases): counts and memory "
+        f"are approximate, {GENERIC_EXPECTED_ERROR}.",
+        "Treat the numbers as a rough guide, or add this family's layer layout to the planner.",
+    )
+
+
 def config_findings(cfg: ModelConfig) -> list[Finding]:
     """Findings that need only the config."""
     out: list[Finding] = []
