@@ -10,7 +10,7 @@
 - During a secret rotation a message carries two signatures (new, then old), space-separated
   as the spec allows, so a receiver verifying with either secret accepts it.
 
-Settings arrive as arguments (layer 2). Imports: stdlib, httpx, advisories.webhook_http.
+Settings arrive as arguments (layer 2). Imports: stdlib, httpx, advisories.webhook_http, tracker.netio.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from advisories.webhook_http import pinned_client
+from tracker.netio import deadline
 
 SECRET_PREFIX = "whsec_"
 SECRET_MIN_BYTES, SECRET_MAX_BYTES = 24, 64
@@ -247,9 +248,9 @@ def post(
     """One signed POST to ``addresses`` (those the destination check passed), all of it within
     ``deadline_seconds``; never follows redirects, never reads more than the status line."""
     headers = signed_headers(secrets, msg_id, timestamp, body)
-    client, _backend = pinned_client(addresses, deadline_seconds=deadline_seconds)
+    client = pinned_client(addresses, timeout=deadline_seconds)
     try:
-        with client:
+        with client, deadline(deadline_seconds):
             request = client.build_request("POST", url, content=body, headers=headers)
             response = client.send(request, stream=True, follow_redirects=False)
             try:

@@ -54,5 +54,28 @@ def alembic_config(engine: Engine) -> Config:
 
 
 def migrate(engine: Engine, revision: str = "head") -> None:
-    """Bring the schema to ``revision`` (Alembic); safe to call on every start."""
-    command.upgrade(alembic_config(engine), revision)
+    """Bring the schema to ``revision`` (Alembic); safe to call on every start.
+
+    All of it is one transaction with the version row, so a kill at any statement leaves the
+    schema as it was and the next start simply runs it again (issue 10). PostgreSQL's DDL is
+    transactional already; Python's sqlite3 commits before every DDL statement unless told not
+    to, so SQLite migrations run on an engine of their own that issues ``BEGIN IMMEDIATE``
+    itself (which also makes two first starts wait for each other instead of interleaving).
+    """
+    if engine.dialect.name != "sqlite":
+        command.upgrade(alembic_config(engine), revision)
+        return
+    ddl = make_engine(engine.url.render_as_string(hide_password=False))
+
+    @event.listens_for(ddl, "connect")
+    def _no_implicit_transactions(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # the driver's own BEGIN/COMMIT around DDL: off
+
+    @event.listens_for(ddl, "begin")
+    def _begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    try:
+        command.upgrade(alembic_config(ddl), revision)
+    finally:
+        ddl.dispose()

@@ -73,6 +73,18 @@ class Store:
             c.exec_driver_sql("SELECT 1")
         return True
 
+    def ping_write(self) -> bool:
+        """A committed write that changes nothing: fails when the database cannot be written
+        (read-only file or replica, full disk, a lock held for seconds), which ``ping`` misses."""
+        with self.engine.connect() as c:
+            if self.dialect == "sqlite":
+                c.exec_driver_sql("PRAGMA busy_timeout=3000")  # readiness must answer quickly
+            else:
+                c.exec_driver_sql("SET LOCAL statement_timeout = 3000")  # this transaction only
+            c.exec_driver_sql("UPDATE alembic_version SET version_num = version_num")
+            c.commit()
+        return True
+
     # ---------------------------------------------------------------- repos
     def add_repo(
         self, repo_id: str, *, source: str, source_kind: str, branch: str = "main", backfill: str = "all",

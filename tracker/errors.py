@@ -69,6 +69,18 @@ class EntryNotFound(SourceError):
     kind = "entry_not_found"
 
 
+class ObjectNotHeld(EntryNotFound):
+    """The source lists the file but does not hold its bytes at all (a git clone with only the
+    LFS pointer, or an object that does not match it): asking again cannot help."""
+
+
+class ReadIncomplete(SourceError):
+    """A revision could not be read completely (a transient failure outlasted the retries): it
+    stays pending, the repo's head does not move past it, and a later poll reads it again."""
+
+    kind = "incomplete"
+
+
 class RateLimited(SourceError):
     """The source asked us to slow down; retry_after is in seconds when it said so."""
 

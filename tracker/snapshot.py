@@ -4,17 +4,34 @@ Reads through the ``HubSource`` protocol only. Small files are fetched only when
 id is new (``known`` looks them up in the content-addressed store first); safetensors files
 give their JSON header by byte range, never a tensor byte. Every read is capped; a file over
 its cap, or an LFS object the source does not hold, is recorded in ``read_errors`` instead
-of failing the revision. Transient source errors (network, rate limits) propagate, so the
-revision is retried later rather than recorded half-read.
+of failing the revision, and remembered by content id (a permanent property of the content).
+
+An error that may be transient (a 5xx, a timeout, a reset, a 404 of a file the tree lists, a
+short Range answer) is retried a few times with backoff (``ReadPolicy``); if it persists the
+snapshot raises :class:`~tracker.errors.ReadIncomplete`, so the revision stays pending and a
+later poll reads it again: a revision is never stored half-read as if it were complete. Only
+``ReadPolicy.accept_unreadable`` (a repo whose reads kept failing over several polls) records
+such a file as unreadable, in ``transient_errors``, which are never remembered by content id.
+Rate limits propagate at once (the daemon pauses).
 """
 
 from __future__ import annotations
 
 import struct
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TypeVar
 
-from tracker.errors import EntryNotFound, InvalidContent, TooLarge
+from tracker.errors import (
+    EntryNotFound,
+    InvalidContent,
+    ObjectNotHeld,
+    RateLimited,
+    ReadIncomplete,
+    SourceUnavailable,
+    TooLarge,
+)
 from tracker.extract.paths import is_content_path, is_safetensors, reads_inside
 from tracker.hub.interface import HubSource
 from tracker.hub.weight_ranges import read_gguf_digest, read_pickle_digest
@@ -46,6 +63,38 @@ class SnapshotLimits:
 #: ``known(key)`` returns stored bytes for a content key, or None when they must be read.
 BlobLookup = Callable[[str], "bytes | None"]
 
+T = TypeVar("T")
+
+#: Memos that older versions stored for what may have been a transient failure: ignored.
+_LEGACY_TRANSIENT_MEMOS = (b"listed in the tree but not readable from the source",)
+
+
+class ShortRead(SourceUnavailable):
+    """The source answered fewer bytes than the file holds (a short Range answer)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadPolicy:
+    """How a read that may be transient is retried within one poll."""
+
+    delays: tuple[float, ...] = (0.5, 2.0)  # seconds before the 2nd, 3rd attempt
+    accept_unreadable: bool = False  # record a still-failing file as unreadable instead of raising
+    sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
+
+    def run(self, what: str, read: Callable[[], T]) -> T:
+        """``read()``, again after each delay while it fails transiently; the last error raised."""
+        for delay in (*self.delays, None):
+            try:
+                return read()
+            except (RateLimited, ObjectNotHeld):
+                raise
+            except (SourceUnavailable, EntryNotFound) as e:
+                if delay is None:
+                    raise ReadIncomplete(f"{what}: {e} (after {len(self.delays) + 1} attempts)",
+                                         repo_id=e.repo_id, revision=e.revision) from e
+                self.sleep(delay)
+        raise AssertionError("unreachable")
+
 
 def take_snapshot(
     source: HubSource,
@@ -54,9 +103,13 @@ def take_snapshot(
     limits: SnapshotLimits = SnapshotLimits(),
     known: BlobLookup = lambda _key: None,
     files: tuple[FileEntry, ...] | None = None,
+    policy: ReadPolicy = ReadPolicy(),
 ) -> Snapshot:
-    """Read revision ``sha``: the tree, the small files that matter, the safetensors headers."""
-    tree = files if files is not None else source.list_files(sha)
+    """Read revision ``sha``: the tree, the small files that matter, the safetensors headers.
+
+    Raises :class:`~tracker.errors.ReadIncomplete` when a transient failure outlasts the retries.
+    """
+    tree = files if files is not None else policy.run(f"tree of {sha[:12]}", lambda: source.list_files(sha))
     if len(tree) > limits.max_files:
         return Snapshot(
             sha=sha, files=(), read_errors={"": f"tree has {len(tree)} files, over the cap of {limits.max_files}"}
@@ -65,17 +118,36 @@ def take_snapshot(
     headers: dict[str, bytes] = {}
     digests: dict[str, bytes] = {}
     errors: dict[str, str] = {}
+    transient: set[str] = set()
     for entry in tree:
-        if is_safetensors(entry.path):
-            _read_header(source, sha, entry, limits, known, headers, errors)
-        elif reads_inside(entry.path):
-            _read_inside(source, sha, entry, limits, known, digests, errors)
-        elif is_content_path(entry.path):  # over its cap: recorded as such by _read_small
-            _read_small(source, sha, entry, limits, known, contents, errors)
+        try:
+            if is_safetensors(entry.path):
+                _read_header(source, sha, entry, limits, known, headers, errors, policy)
+            elif reads_inside(entry.path):
+                _read_inside(source, sha, entry, limits, known, digests, errors, policy)
+            elif is_content_path(entry.path):  # over its cap: recorded as such by _read_small
+                _read_small(source, sha, entry, limits, known, contents, errors, policy)
+        except ReadIncomplete as e:
+            if not policy.accept_unreadable:
+                raise
+            errors[entry.path] = f"not readable from the source after several polls: {e}"
+            transient.add(entry.path)
     return Snapshot(
         sha=sha, files=tuple(tree), contents=contents, safetensors_headers=headers, read_errors=errors,
-        weight_digests=digests,
+        weight_digests=digests, transient_errors=frozenset(transient),
     )
+
+
+def _read_whole(source: HubSource, sha: str, entry: FileEntry, cap: int) -> bytes:
+    data = source.read_file(sha, entry.path, max_bytes=cap)
+    if entry.size and len(data) != entry.size:  # never store a file cut short as its content
+        raise ShortRead(f"{entry.path}: {len(data)} of {entry.size} bytes read")
+    return data
+
+
+def _memo(known: BlobLookup, key: str) -> bytes | None:
+    failed = known(key)
+    return None if failed is None or failed in _LEGACY_TRANSIENT_MEMOS else failed
 
 
 def _read_small(
@@ -86,6 +158,7 @@ def _read_small(
     known: BlobLookup,
     out: dict[str, bytes],
     errors: dict[str, str],
+    policy: ReadPolicy,
 ) -> None:
     cap = limits.cap_for(entry.path)
     if entry.size > cap:
@@ -95,16 +168,16 @@ def _read_small(
     if cached is not None:
         out[entry.path] = cached
         return
-    failed = known(content_error_key(entry))
-    if failed is not None:  # the same blob failed before: no request, same answer
+    failed = _memo(known, content_error_key(entry))
+    if failed is not None:  # the same blob failed before, permanently: no request, same answer
         errors[entry.path] = failed.decode("utf-8", "replace")
         return
     try:
-        out[entry.path] = source.read_file(sha, entry.path, max_bytes=cap)
+        out[entry.path] = policy.run(entry.path, lambda: _read_whole(source, sha, entry, cap))
     except TooLarge as e:
         errors[entry.path] = str(e)
-    except EntryNotFound:
-        errors[entry.path] = "listed in the tree but not readable from the source"
+    except ObjectNotHeld:
+        errors[entry.path] = "listed in the tree but not held by the source"
 
 
 def _read_header(
@@ -115,20 +188,22 @@ def _read_header(
     known: BlobLookup,
     out: dict[str, bytes],
     errors: dict[str, str],
+    policy: ReadPolicy,
 ) -> None:
     cached = known(header_key(entry))
     if cached is not None:
         out[entry.path] = cached
         return
-    failed = known(header_error_key(entry))
-    if failed is not None:  # the same weights failed before: no request, same answer
+    failed = _memo(known, header_error_key(entry))
+    if failed is not None:  # the same weights failed before, permanently: no request, same answer
         errors[entry.path] = failed.decode("utf-8", "replace")
         return
     try:
-        out[entry.path] = read_safetensors_header(source, sha, entry, limits.max_header_bytes)
+        out[entry.path] = policy.run(
+            entry.path, lambda: read_safetensors_header(source, sha, entry, limits.max_header_bytes))
     except (TooLarge, InvalidContent) as e:
         errors[entry.path] = str(e)
-    except EntryNotFound:
+    except ObjectNotHeld:
         # The same words whatever the source said, so git and HTTP histories agree.
         errors[entry.path] = "safetensors header not readable: the source does not serve the weights object"
 
@@ -141,25 +216,28 @@ def _read_inside(
     known: BlobLookup,
     out: dict[str, bytes],
     errors: dict[str, str],
+    policy: ReadPolicy,
 ) -> None:
     """A GGUF header or a pickle's imports, by Range, once per content id (issue 13)."""
     cached = known(digest_key(entry))
     if cached is not None:
         out[entry.path] = cached
         return
-    failed = known(digest_error_key(entry))
+    failed = _memo(known, digest_error_key(entry))
     if failed is not None:
         errors[entry.path] = failed.decode("utf-8", "replace")
         return
     kind = reads_inside(entry.path)
     try:
         if kind == "gguf":
-            out[entry.path] = read_gguf_digest(source, sha, entry, limits.max_gguf_header_bytes)
+            out[entry.path] = policy.run(
+                entry.path, lambda: read_gguf_digest(source, sha, entry, limits.max_gguf_header_bytes))
         else:
-            out[entry.path] = read_pickle_digest(source, sha, entry, limits.max_pickle_bytes)
+            out[entry.path] = policy.run(
+                entry.path, lambda: read_pickle_digest(source, sha, entry, limits.max_pickle_bytes))
     except (TooLarge, InvalidContent) as e:
         errors[entry.path] = str(e)
-    except EntryNotFound:
+    except ObjectNotHeld:
         errors[entry.path] = f"{kind} weights not readable: the source does not serve the weights object"
 
 
@@ -173,6 +251,8 @@ def read_safetensors_header(source: HubSource, sha: str, entry: FileEntry, max_h
     """
     first = source.read_range(sha, entry.path, 0, 8)
     if len(first) < 8:
+        if entry.size >= 8:  # the file is longer: the answer was cut short
+            raise ShortRead(f"{entry.path}: short Range answer ({len(first)} of 8 bytes)")
         raise InvalidContent(f"{entry.path}: not a safetensors file (only {len(first)} bytes)")
     (n,) = struct.unpack("<Q", first)
     if n > max_header_bytes:
@@ -181,5 +261,5 @@ def read_safetensors_header(source: HubSource, sha: str, entry: FileEntry, max_h
         raise TooLarge(f"{entry.path}: safetensors header claims {n} bytes, past the end of the file")
     header = source.read_range(sha, entry.path, 8, n)
     if len(header) != n:
-        raise EntryNotFound(f"{entry.path}: safetensors header truncated ({len(header)} of {n} bytes)")
+        raise ShortRead(f"{entry.path}: short Range answer for the safetensors header ({len(header)} of {n} bytes)")
     return header

@@ -21,6 +21,7 @@ def run_migrations_online() -> None:
             target_metadata=target_metadata,
             render_as_batch=connection.dialect.name == "sqlite",
             compare_type=True,
+            transactional_ddl=True,  # one transaction, version row included (storage.engine.migrate)
         )
         # One daemon migrates at a time on PostgreSQL; the others wait on the lock.
         if connection.dialect.name == "postgresql":

@@ -63,6 +63,25 @@ def test_readyz_needs_the_database_and_a_live_scheduler(store: Store) -> None:
     assert metrics.status_code == 200 and samples(metrics.text)["hubwatch_database_up"] == 0
 
 
+def test_readyz_fails_when_the_database_cannot_be_written(sqlite_store: Store) -> None:
+    import sqlite3
+
+    client = TestClient(create_app(sqlite_store, Settings(), scheduler_alive=lambda: True))
+    assert client.get("/readyz").status_code == 200
+    path = sqlite_store.engine.url.database
+    assert path
+    holder = sqlite3.connect(path, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock: reads work, writes do not
+        assert sqlite_store.ping()
+        stuck = client.get("/readyz")
+        assert stuck.status_code == 503 and "OperationalError" in stuck.json()["checks"]["database"]
+    finally:
+        holder.rollback()
+        holder.close()
+    assert client.get("/readyz").status_code == 200
+
+
 def test_metrics_report_a_real_cycle(store: Store, tmp_path: Path) -> None:
     with HubEmulator() as hub:
         for i in range(3):

@@ -4,6 +4,8 @@
     hub.faults.add("rate_limit", route="model_info", retry_after=7)  # 429 + Retry-After + RateLimit
     hub.faults.add("hang", route="tree", seconds=30)                 # no answer until the client gives up
     hub.faults.add("truncate", route="resolve", keep=10)             # full Content-Length, short body
+    hub.faults.add("short", route="resolve", keep=3)                 # a short but well-formed answer
+    hub.faults.add("trickle", route="tree", every=0.5)               # the body one byte per `every` s
     hub.faults.add("reset")                                          # connection closed, no response
     hub.faults.add("gated") / add("not_found")                       # 403 GatedRepo / 401 RepoNotFound
     hub.faults.add("slow", seconds=0.2)                              # answer normally, late
@@ -28,7 +30,7 @@ ROUTES = (
     "list_models",
     "agent",
 )
-KINDS = ("status", "rate_limit", "hang", "truncate", "reset", "gated", "not_found", "slow")
+KINDS = ("status", "rate_limit", "hang", "truncate", "short", "trickle", "reset", "gated", "not_found", "slow")
 
 
 @dataclass

@@ -163,6 +163,9 @@ class Handler(BaseHTTPRequestHandler):
             return HubError(500, "InternalError", "emulator error").response()
 
     def _send(self, method: str, resp: Response, fault: Fault | None) -> None:
+        if fault is not None and fault.kind == "short":  # fewer bytes, and a Content-Length that says so
+            resp.body = resp.body[: int(fault.params.get("keep", len(resp.body) // 2))]
+            resp.headers = [(k, v) for k, v in resp.headers if k.lower() != "content-length"]
         self.send_response(resp.status)
         names = {k.lower() for k, _ in resp.headers}
         for k, v in resp.headers:
@@ -176,4 +179,12 @@ class Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind == "truncate":
             body = body[: int(fault.params.get("keep", len(body) // 2))]
             self.close_connection = True
+        if fault is not None and fault.kind == "trickle":
+            every = float(fault.params.get("every", 0.5))
+            for i in range(len(body)):
+                if self.hub.stopping.wait(every):
+                    return
+                self.wfile.write(body[i : i + 1])
+                self.wfile.flush()
+            return
         self.wfile.write(body)

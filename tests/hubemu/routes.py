@@ -329,7 +329,7 @@ def resolve(hub: HubEmulator, req: Request) -> Response:
         )
     if not obj.is_file():
         raise HubError(
-            404, "EntryNotFound", f"{path}: LFS object not available on this emulator", sha
+            410, "EntryNotFound", f"{path}: LFS object not available on this emulator", sha
         )
     return serve_bytes(req, obj.read_bytes(), headers)
 
@@ -339,7 +339,7 @@ def cdn(hub: HubEmulator, req: Request) -> Response:
     sha256 = req.args["sha256"]
     obj = state.git.lfs_path(sha256) if re.fullmatch(r"[0-9a-f]{64}", sha256) else None
     if obj is None or not obj.is_file():
-        raise HubError(404, "EntryNotFound", "LFS object not available on this emulator")
+        raise HubError(410, "EntryNotFound", "LFS object not available on this emulator")
     return serve_bytes(req, obj.read_bytes(), [("ETag", f'"{sha256}"')])
 
 

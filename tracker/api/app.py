@@ -47,7 +47,7 @@ def create_app(
     def readyz() -> JSONResponse:
         checks: dict[str, str] = {}
         try:
-            store.ping()
+            store.ping_write()  # reachable is not enough: the daemon must be able to write
             checks["database"] = "ok"
         except Exception as e:
             checks["database"] = f"error: {type(e).__name__}"

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from storage import scheduling
 from storage.records import RepoRecord
@@ -85,6 +85,7 @@ class Daemon:
         self._paused_until: datetime | None = None
         self.coverage = FirehoseCoverage(firehose) if firehose is not None else None
         self._firehose_next: datetime | None = None
+        self._cycle_clock: Callable[[], datetime] = self.clock  # the running cycle's clock
 
     # ------------------------------------------------------------------ one cycle
     def run_once(self, now: datetime | None = None) -> list[CheckResult]:
@@ -95,6 +96,7 @@ class Daemon:
         started = time.monotonic()
         base = now or self.clock()
         at: Callable[[], datetime] = (lambda: base + timedelta(seconds=time.monotonic() - started)) if now else self.clock
+        self._cycle_clock = at
         try:
             self._plan_budget(base)
             if self.firehose is not None and not self.stopping.is_set():
@@ -189,7 +191,8 @@ class Daemon:
         except CheckCancelled:
             self._unclaim(repo.id)  # still due: the next claim, ours or another daemon's, takes it
         except DBAPIError as e:  # the outcome could not be written: the lease runs out, it is checked again
-            log.error("could not record the check of %s: %s", repo.id, type(e.orig).__name__)
+            log.error("could not record the check of %s: database %s: %s", repo.id, type(e.orig).__name__,
+                      str(e.orig).splitlines()[0][:200] if str(e.orig) else "no message")
             self._forget(repo.id)
             self.stats.add("errors", 1, "database")
             result = CheckResult(repo.id, "error", error=f"database: {type(e.orig).__name__}", error_kind="database")
@@ -226,9 +229,13 @@ class Daemon:
                 result = self.check(self.store, source, repo, self.options,
                                     progress=lambda _i, _n, _sha: self.raise_if_cancelled(repo.id))
             except DBAPIError as e:
-                if attempt == attempts:
+                # only a lost write race (a unique key another check wrote first) or a lock is worth
+                # another run; anything else is what it is, logged as such, and recorded
+                race = isinstance(e, IntegrityError) or "locked" in str(e.orig).lower()
+                if attempt == attempts or not race:
                     raise
-                log.info("database conflict while checking %s (%s); checking again", repo.id, type(e.orig).__name__)
+                log.info("database %s while checking %s (%s); checking again", type(e.orig).__name__, repo.id,
+                         str(e.orig).splitlines()[0][:200] if str(e.orig) else "no message")
                 continue
             if attempt > 1 and result.status == "ok":  # what the first runs wrote counts too
                 result = replace(result, new_revisions=scheduling.count_recorded_since(self.store, repo.id, started))
@@ -236,8 +243,12 @@ class Daemon:
         raise AssertionError("attempts must be positive")
 
     def raise_if_cancelled(self, repo_id: str) -> None:
+        """Called before every Hub request of a running check: stopping, a lost lease, or a 429
+        that paused this daemon (issue 10) end it there; what it recorded so far stays."""
         if self.cancel.is_set():
             raise CheckCancelled("the daemon is stopping")
+        if self._paused(self._cycle_clock()):
+            raise CheckCancelled("rate limited by the Hub: paused")
         if repo_id in self._lost:
             raise CheckCancelled(f"lease on {repo_id} lost")
 

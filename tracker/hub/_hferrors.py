@@ -15,6 +15,7 @@ from email.utils import parsedate_to_datetime
 from tracker.errors import (
     EntryNotFound,
     GatedRepo,
+    ObjectNotHeld,
     RateLimited,
     RepoNotFound,
     RevisionNotFound,
@@ -75,6 +76,10 @@ def from_status(
         f"{what}: HTTP {status}" + (f" {code}" if code else "") + (f": {server}" if server else "")
     )
     kw = {"repo_id": repo_id, "revision": revision}
+    if status == 410 and issubclass(not_found, EntryNotFound):
+        # Gone: the server says it does not hold the object and will not (a mirror of a git
+        # repo without its LFS objects). A 404 of a listed file may be transient; this is not.
+        return ObjectNotHeld(msg, **kw)
     if code == "RevisionNotFound":
         return RevisionNotFound(msg, **kw)
     if code == "EntryNotFound":

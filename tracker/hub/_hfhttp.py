@@ -2,16 +2,14 @@
 
 huggingface_hub's paginated calls pass ``timeout=None`` and retry 429/5xx with sleeps of up to
 8 s (hub-api.md §3), which a daemon must not sit through. So pages and file reads go through
-this httpx client instead: one wall-clock deadline per request (on top of httpx's per-read
-timeout), no retries, body size caps, and ``Link: rel="next"`` followed only on the endpoint's
+this httpx client instead: one wall-clock deadline per request that a trickling server cannot
+stretch (every connect and read gets at most the time left: ``tracker.netio``), no retries, body size caps, and ``Link: rel="next"`` followed only on the endpoint's
 own origin (the Authorization header must not travel elsewhere).
 """
 
 from __future__ import annotations
 
-import functools
 import json
-import ssl
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -21,6 +19,7 @@ import httpx
 
 from tracker.errors import RepoNotFound, SourceError, SourceUnavailable
 from tracker.hub._hferrors import clean, from_status
+from tracker.netio import DeadlineTransport, deadline, ssl_context
 
 MAX_JSON_BYTES = 64 * 1024 * 1024
 _CHUNK = 64 * 1024
@@ -32,13 +31,6 @@ class BodyTooLarge(Exception):
     def __init__(self, size: int | None):
         super().__init__(size)
         self.size = size
-
-
-@functools.cache
-def _ssl_context() -> ssl.SSLContext:
-    """One TLS context for every client: building one (loading the CA bundle) costs ~20 ms,
-    which dominated a poll cycle when every check opened its own client."""
-    return httpx.create_ssl_context()
 
 
 class HubHttp:
@@ -58,9 +50,10 @@ class HubHttp:
         self.repo_id = repo_id
         self._secret = secret
         self._origin = _origin(endpoint)
+        # one TLS context for every client (tracker.netio.ssl_context): building one costs ~20 ms
         self._client = httpx.Client(
             headers=dict(headers), timeout=httpx.Timeout(timeout), follow_redirects=True,
-            verify=_ssl_context(),
+            verify=ssl_context(), transport=DeadlineTransport(),
         )
 
     def close(self) -> None:
@@ -83,9 +76,9 @@ class HubHttp:
 
         A status in ``empty_on`` (e.g. 416 for a Range past the end) answers an empty body.
         """
-        deadline = time.monotonic() + self.timeout
+        ends = time.monotonic() + self.timeout
         try:
-            with self._client.stream("GET", url, params=params, headers=headers) as r:
+            with deadline(self.timeout), self._client.stream("GET", url, params=params, headers=headers) as r:
                 if r.status_code in empty_on:
                     return r, b""
                 if r.status_code >= 400:
@@ -108,7 +101,7 @@ class HubHttp:
                         break
                     if n > max_bytes:
                         raise BodyTooLarge(None)
-                    if time.monotonic() > deadline:
+                    if time.monotonic() > ends:
                         raise SourceUnavailable(
                             f"{what}: no complete answer within {self.timeout:g}s",
                             repo_id=self.repo_id,

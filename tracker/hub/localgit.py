@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from tracker.errors import (
     EntryNotFound,
+    ObjectNotHeld,
     RepoNotFound,
     RevisionNotFound,
     SourceUnavailable,
@@ -219,7 +220,7 @@ class GitSource:
         with self._lfs_object(repo, sha, path, ptr.sha256, ptr.size) as f:
             whole = read_whole_verified(f, ptr.sha256, ptr.size)
         if whole is None:
-            raise EntryNotFound(f"{path}: LFS object does not match its pointer", repo_id=self._repo_id, revision=sha)
+            raise ObjectNotHeld(f"{path}: LFS object does not match its pointer", repo_id=self._repo_id, revision=sha)
         return whole
 
     def read_range(self, revision: str, path: str, start: int, length: int) -> bytes:
@@ -404,7 +405,7 @@ class GitSource:
             f = open_lfs_object(root, sha256, size)
             if f is not None:
                 return f
-        raise EntryNotFound(
+        raise ObjectNotHeld(
             f"{path}: LFS object not available (sha256 {sha256[:12]}); the git source has only its pointer",
             repo_id=self._repo_id,
             revision=sha,

@@ -54,7 +54,9 @@ class Snapshot:
     ``contents`` holds the raw bytes of the files hubwatch reads (config, tokenizer, templates,
     index files, custom code); ``safetensors_headers`` the raw JSON header of each safetensors
     file (never any tensor bytes); ``read_errors`` what could not be read and why (size caps,
-    source errors), keyed by path.
+    source errors), keyed by path. ``transient_errors`` names the read errors that are no
+    property of the content (a source that kept failing): they are never remembered by
+    content id, so the next revision or repo with that content asks again.
     """
 
     sha: str
@@ -66,6 +68,7 @@ class Snapshot:
     # own per-file scan results (canonical JSON), keyed by path
     weight_digests: Mapping[str, bytes] = field(default_factory=dict)
     security: Mapping[str, bytes] = field(default_factory=dict)
+    transient_errors: frozenset[str] = frozenset()
 
     def file(self, path: str) -> FileEntry | None:
         for entry in self.files:

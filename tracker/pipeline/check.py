@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from advisories.rules import apply_rules
@@ -31,7 +31,7 @@ from tracker.model.keys import (
 from tracker.pipeline.advise_step import AdviseStep
 from tracker.pipeline.plan_step import PlanStep
 from tracker.pipeline.stored import serialise_tree
-from tracker.snapshot import SnapshotLimits, take_snapshot
+from tracker.snapshot import ReadPolicy, SnapshotLimits, take_snapshot
 
 log = logging.getLogger("hubwatch.pipeline")
 
@@ -58,6 +58,11 @@ class PipelineOptions:
     plan: PlanStep = field(default_factory=PlanStep)
     advise: AdviseStep = field(default_factory=AdviseStep)
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    reads: ReadPolicy = field(default_factory=ReadPolicy)
+    #: checks in a row that ended with a revision read incompletely before that revision is
+    #: recorded with the file marked unreadable (a file the source never serves must not stall
+    #: the repo for ever); until then the revision stays pending
+    give_up_reads_after: int = 6
 
 
 def check_repo(
@@ -89,6 +94,9 @@ def check_repo(
     if rewritten:
         on_branch = {c.sha for c in listing.commits}
         lost = tuple(sorted(sha for sha in store.reachable_shas(repo.id) if sha not in on_branch))
+    if repo.last_error_kind == "incomplete" and repo.failures >= opts.give_up_reads_after:
+        log.warning("%s: reads kept failing over %d checks; recording the files as unreadable", repo.id, repo.failures)
+        opts = replace(opts, reads=replace(opts.reads, accept_unreadable=True))
     recorded = _record_commits(store, source, repo, commits, opts, progress, rewritten=rewritten, lost=lost)
     return CheckResult(repo.id, "ok", new_revisions=recorded, head=head)
 
@@ -157,7 +165,7 @@ def _process_commit(
     store: Store, source: HubSource, repo: RepoRecord, commit: CommitInfo, base_sha: str | None,
     cache: _ArtifactCache, opts: PipelineOptions, *, rewrite: tuple[str | None, tuple[str, ...]] | None,
 ) -> NewRevision:
-    snap = take_snapshot(source, commit.sha, limits=opts.limits, known=store.get_blob)
+    snap = take_snapshot(source, commit.sha, limits=opts.limits, known=store.get_blob, policy=opts.reads)
     blobs = _new_blobs(snap)
     error: str | None = None
     base = cache.get(repo.id, base_sha)
@@ -229,7 +237,8 @@ def _new_blobs(snap: Snapshot) -> dict[str, bytes]:
         blobs[digest_key(by_path[path])] = data
     for path, message in snap.read_errors.items():
         entry = by_path.get(path)
-        if entry is not None:  # remembered, so later revisions do not ask again
+        if entry is not None and path not in snap.transient_errors:  # a property of the content:
+            # remembered, so later revisions (and other repos with it) do not ask again
             if is_safetensors(path):
                 key = header_error_key(entry)
             elif reads_inside(path):
