@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import zlib
 
-from tracker.errors import InvalidContent, TooLarge
+from tracker.errors import InvalidContent, SourceUnavailable, TooLarge
 from tracker.extract.gguf import digest_gguf
 from tracker.extract.gguf_reader import NeedMore, parse_gguf_header
 from tracker.extract.pickle_scan import digest_scan, scan_pickles
@@ -42,6 +42,8 @@ SHORT_TAIL = 98
 def _read_exact(source: HubSource, sha: str, entry: FileEntry, start: int, length: int) -> bytes:
     data = source.read_range(sha, entry.path, start, length)
     if len(data) != length:
+        if entry.size and start + length <= entry.size:  # the file holds them: a short answer (issue 10)
+            raise SourceUnavailable(f"{entry.path}: short Range answer, {len(data)} of {length} bytes at {start}")
         raise InvalidContent(f"{entry.path}: {len(data)} of {length} bytes at {start} came back")
     return data
 
