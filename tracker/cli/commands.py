@@ -33,7 +33,7 @@ HANDLERS: dict[str, Handler] = {
 
 
 #: Commands that see config.toml's [[repos]] without a daemon having run first.
-SEES_CONFIG_REPOS = frozenset({"repos", "poll", "untrack", "history", "show", "advisories"})
+SEES_CONFIG_REPOS = frozenset({"repos", "poll", "untrack"})
 
 
 def dispatch(args: argparse.Namespace) -> int:
