@@ -34,7 +34,7 @@ from storage.tables import (
 from storage.trees import parse_tree
 from tracker.errors import AlreadyTracked
 from tracker.model import Change, ChangeKind, Severity, Snapshot
-from tracker.model.keys import content_key, digest_key, header_key
+from tracker.model.keys import content_key, digest_key, header_key, security_key
 from tracker.model.locations import strip_credentials
 
 
@@ -441,10 +441,11 @@ class Store:
         found = self.get_blobs([*(content_key(f) for f in files), *(header_key(f) for f in files if f.lfs_sha256 or f.path.endswith(".safetensors"))])
         contents = {f.path: found[content_key(f)] for f in files if content_key(f) in found}
         headers = {f.path: found[header_key(f)] for f in files if header_key(f) in found}
-        inside = self.get_blobs([digest_key(f) for f in files if f.lfs_sha256 or f.size])
+        inside = self.get_blobs([k(f) for f in files if f.lfs_sha256 or f.size for k in (digest_key, security_key)])
         digests = {f.path: inside[digest_key(f)] for f in files if digest_key(f) in inside}
+        security = {f.path: inside[security_key(f)] for f in files if security_key(f) in inside}
         return Snapshot(sha=rev.sha, files=files, contents=contents, safetensors_headers=headers,
-                        weight_digests=digests)
+                        weight_digests=digests, security=security)
 
     def plan_at(self, repo_id: str, seq: int) -> dict[str, Any] | None:
         """The plan in force at revision ``seq``: the newest stored plan at or before it."""

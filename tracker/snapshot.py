@@ -17,6 +17,7 @@ Rate limits propagate at once (the daemon pauses).
 
 from __future__ import annotations
 
+import json
 import struct
 import time
 from collections.abc import Callable
@@ -32,7 +33,7 @@ from tracker.errors import (
     SourceUnavailable,
     TooLarge,
 )
-from tracker.extract.paths import is_content_path, is_safetensors, reads_inside
+from tracker.extract.paths import is_content_path, is_safetensors, reads_inside, weight_format
 from tracker.hub.interface import HubSource
 from tracker.hub.weight_ranges import read_gguf_digest, read_pickle_digest
 from tracker.model import FileEntry, Snapshot
@@ -43,6 +44,7 @@ from tracker.model.keys import (
     digest_key,
     header_error_key,
     header_key,
+    security_key,
 )
 
 
@@ -135,6 +137,7 @@ def take_snapshot(
     return Snapshot(
         sha=sha, files=tuple(tree), contents=contents, safetensors_headers=headers, read_errors=errors,
         weight_digests=digests, transient_errors=frozenset(transient),
+        security=_read_security(source, sha, tree, known),
     )
 
 
@@ -148,6 +151,32 @@ def _read_whole(source: HubSource, sha: str, entry: FileEntry, cap: int) -> byte
 def _memo(known: BlobLookup, key: str) -> bytes | None:
     failed = known(key)
     return None if failed is None or failed in _LEGACY_TRANSIENT_MEMOS else failed
+
+
+def _read_security(
+    source: HubSource, sha: str, tree: tuple[FileEntry, ...], known: BlobLookup
+) -> dict[str, bytes]:
+    """The Hub's scan status of each weight file: asked (one request per 100 files) only for
+    contents never seen before; ``null`` when the Hub says nothing, so it is not asked again."""
+    out: dict[str, bytes] = {}
+    new: list[FileEntry] = []
+    for entry in tree:
+        if weight_format(entry.path) is None:
+            continue
+        cached = known(security_key(entry))
+        if cached is not None:
+            out[entry.path] = cached
+        else:
+            new.append(entry)
+    if new:
+        try:
+            found = source.file_security(sha, [e.path for e in new])
+        except EntryNotFound:  # a mirror without paths-info: nothing reported
+            found = {}
+        for entry in new:
+            status = found.get(entry.path)
+            out[entry.path] = json.dumps(status, sort_keys=True).encode()
+    return out
 
 
 def _read_small(

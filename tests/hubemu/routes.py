@@ -126,7 +126,15 @@ def _commit(state: RepoState, rev: str) -> str:
     return sha
 
 
-def tree_item(e: Entry, git: EmuRepo | None = None, sha: str | None = None) -> dict[str, Any]:
+#: What the Hub reports for a file its scanners have not flagged (expand=true only).
+UNFLAGGED = {"status": "safe", "avScan": {"status": "safe", "virusNames": None},
+             "pickleImportScan": None}  # fmt: skip
+
+
+def tree_item(
+    e: Entry, git: EmuRepo | None = None, sha: str | None = None,
+    security: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     item: dict[str, Any] = {"type": e.type, "oid": e.oid, "path": e.path}
     if e.type == "file":
         item["size"] = e.size
@@ -138,6 +146,8 @@ def tree_item(e: Entry, git: EmuRepo | None = None, sha: str | None = None) -> d
         last = git.last_commit(sha, e.path)
         if last:
             item["lastCommit"] = last
+        if e.type == "file" and security is not None:
+            item["securityFileStatus"] = security.get(e.lfs_sha256 or e.oid, UNFLAGGED)
     return item
 
 
@@ -248,7 +258,7 @@ def tree(hub: HubEmulator, req: Request) -> Response:
     start = int(req.query.get("cursor", ["0"])[-1] or 0)
     # expand=true is costly (one git log per entry): only the page being served gets it
     items = [
-        tree_item(e, state.git if expand and start <= i < start + size else None, sha)
+        tree_item(e, state.git if expand and start <= i < start + size else None, sha, hub.security)
         for i, e in enumerate(entries)
     ]
     return _page(req, items, size)
@@ -264,7 +274,7 @@ def paths_info(hub: HubEmulator, req: Request) -> Response:
         p = p.strip("/")
         e = state.git.entry(sha, p)
         if e is not None:
-            items.append(tree_item(e, state.git if expand else None, sha))
+            items.append(tree_item(e, state.git if expand else None, sha, hub.security))
     return _json(items)
 
 

@@ -83,6 +83,8 @@ class HubEmulator:
         self.lfs_redirect = lfs_redirect  # LFS files: 302 to cdn_url (another origin, same server)
         self.honour_range = honour_range  # False: answer Range requests with the whole file (200)
         self.faults = FaultSet()
+        # securityFileStatus per content (LFS sha256 or git blob id), served with expand=true
+        self.security: dict[str, dict[str, object]] = {}
         self.stopping = threading.Event()
         self._repos: dict[str, RepoState] = {}
         self._lock = threading.Lock()
@@ -137,6 +139,10 @@ class HubEmulator:
         """Delete it: from now on every route answers 401 RepoNotFound, as the Hub does."""
         with self._lock:
             self._repos.pop(repo_id, None)
+
+    def set_security(self, content: str, status: dict[str, object]) -> None:
+        """What the Hub's scanners say of a file's content (its LFS sha256 or git blob id)."""
+        self.security[content] = status
 
     def set_gated(self, repo_id: str, gated: bool = True) -> None:
         """Gate it: file downloads answer 403 GatedRepo (metadata stays public, as on the Hub)."""

@@ -79,3 +79,21 @@ def test_same_content_is_no_change_and_the_inverse_swaps() -> None:
     forward = {(c.kind, c.path, c.topics) for c in _diff(a, b).changes}
     backward = {(c.kind, c.path, c.topics) for c in _diff(b, a).changes}
     assert forward == backward  # changed both ways: same kinds, paths and topics
+
+
+def test_a_gguf_only_repo_is_planned_from_its_header() -> None:
+    from tracker.pipeline.plan_step import PlanStep
+
+    a, b = gguf_bytes(ffn_type="Q4_K"), gguf_bytes(ffn_type="Q8_0", context=8192)
+    base = extract_artifacts(_snap(a, "a" * 40))
+    head = extract_artifacts(_snap(b, "b" * 40))
+    first, _, _ = PlanStep().run(None, base, first=True)
+    assert first is not None
+    info = base.weights.files[0].gguf
+    assert first["params"]["checkpoint"] == sum(t.numel for t in info.tensors)
+    assert first["memory_bytes"]["serve_weights"] == sum(info.tensor_bytes.values())
+    assert any(f["id"] == "gguf-weights" for f in first["findings"])
+    new, delta, change = PlanStep().run(base, head, first=False)
+    assert new["memory_bytes"]["serve_weights"] > first["memory_bytes"]["serve_weights"]  # Q8_0 > Q4_K
+    assert change is not None and change.path == PATH and delta
+    assert PlanStep().run(head, head, first=False) == (None, None, None)  # same files: no re-plan

@@ -53,6 +53,7 @@ def test_a_republished_gguf_template_and_eos_fix_is_in_the_history(tmp_path: Pat
     assert tok["path"] == "tiny-Q4_K_M.gguf"
     assert "eos '</s>' (2) -> '<|eot|>' (3)" in tok["summary"] and tok["severity"] == "HIGH"
     shown = cli.ok("show", "acme/tiny-gguf", sha, "--json").json()
+    assert shown["plan"]["params"]["checkpoint"] and shown["plan"]["memory_bytes"]["serve_weights"]
     (detail,) = [c for c in shown["changes"] if c["kind"] == "chat_template"]
     rows = detail["detail"]["rendered"]
     assert any(r["changed"] and "+" in r.get("diff", "") and "<|eot|>" in r["new"] for r in rows)
@@ -87,3 +88,33 @@ def test_pickle_imports_are_named_and_only_members_are_read(tmp_path: Path) -> N
     regions = allowed_regions(benign) + allowed_regions(evil)
     assert len(ranges) >= 8 and inside(ranges, regions), ranges
     assert sum(hi - lo + 1 for lo, hi in ranges) < (len(benign) + len(evil)) // 20
+
+
+def test_the_hubs_own_scan_results_are_recorded_and_changes_reported(tmp_path: Path) -> None:
+    import hashlib
+
+    hf_test_env()
+    b = RepoBuilder.init(tmp_path / "acme.git")
+    benign, evil = padded_zip("state_dict.bin"), padded_zip("evil.bin")
+    b.commit({"pytorch_model.bin": benign}, title="initial")
+    readme = b.commit({"README.md": b"# card\n"}, title="card only")
+    sha = b.commit({"pytorch_model.bin": evil}, title="update weights")
+    flagged = {
+        "status": "unsafe",
+        "avScan": {"status": "safe", "virusNames": None},
+        "pickleImportScan": {"status": "unsafe", "pickleImports": [
+            {"module": "posix", "name": "system", "safety": "dangerous"}]},
+    }
+    with HubEmulator() as hub:
+        hub.set_security(hashlib.sha256(evil).hexdigest(), flagged)
+        hub.add_repo("acme/scan", tmp_path / "acme.git")
+        cli = _cli(tmp_path, hub)
+        cli.ok("track", "acme/scan")
+        asked = [r for r in hub.requests if r.route == "paths_info"]
+    # one paths-info per revision that brought new weight content; none for the card-only one
+    assert len(asked) == 2
+    history = {e["sha"]: e for e in cli.ok("history", "acme/scan", "--json").json()}
+    assert not [c for c in history[readme]["changes"] if c["kind"] == "weights"]
+    (scan,) = [c for c in history[sha]["changes"] if "now flagged" in c["summary"]]
+    assert scan["path"] == "pytorch_model.bin" and scan["severity"] == "CRITICAL"
+    assert "pickleImportScan" in scan["summary"] and "avScan" not in scan["summary"]

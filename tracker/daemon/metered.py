@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Collection
-from typing import Protocol
+from typing import Any, Protocol
 
 from tracker.daemon.budget import RequestBudget
 from tracker.daemon.stats import DaemonStats
@@ -70,6 +70,11 @@ class MeteredSource:
             self.meter.budget.spend(more)
             self.meter.stats.add("requests", more)
         return listing
+
+    def file_security(self, revision: str, paths: Collection[str]) -> dict[str, dict[str, Any]]:
+        if paths:
+            self._call(-(-len(paths) // 100))  # one request per 100 paths (tracker.hub.hf)
+        return self.inner.file_security(revision, paths)
 
     def list_files(self, revision: str) -> tuple[FileEntry, ...]:
         self._call()

@@ -17,6 +17,7 @@ from tracker.diff import topics as t
 from tracker.diff.code import diff_code
 from tracker.diff.documents import diff_documents
 from tracker.diff.gguf import diff_gguf
+from tracker.diff.hub_scan import diff_hub_scans
 from tracker.diff.sides import Sides
 from tracker.diff.templates import diff_templates, is_template_file
 from tracker.diff.tokenizer import diff_tokenizer_files
@@ -80,6 +81,7 @@ def diff_artifacts(
     changes += diff_templates(sides)
     changes += diff_weights(sides)
     changes += diff_gguf(sides)
+    changes += diff_hub_scans(sides)
     changes += diff_code(sides)
     covered = _covered(changes)
     for path, op in sides.changed_paths().items():

@@ -105,7 +105,8 @@ def extract_artifacts(snapshot: Snapshot, *, max_json_depth: int = MAX_JSON_DEPT
     templates.take_jinja_files(contents, found)
     issues.extend(found.issues)
     weights = build_manifest(
-        files, contents, snapshot.safetensors_headers, issues, snapshot.weight_digests
+        files, contents, snapshot.safetensors_headers, issues, snapshot.weight_digests,
+        snapshot.security,
     )
     return Artifacts(
         files=files,

@@ -8,6 +8,7 @@ header when the snapshot has it; a sharding index by its ``weight_map`` and ``to
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from tracker.errors import InvalidContent
 from tracker.extract import paths
@@ -34,12 +35,24 @@ def parse_index(raw: bytes) -> tuple[dict[str, str], int | None]:
     return dict(wmap), total if type(total) is int else None
 
 
+def _hub_scan(raw: bytes | None) -> dict[str, Any] | None:
+    """The Hub's securityFileStatus as recorded (None: not reported, or not JSON)."""
+    if raw is None:
+        return None
+    try:
+        doc = load_json(raw, max_bytes=paths.DEFAULT_MAX_FILE_BYTES, max_depth=8)
+    except InvalidContent:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
 def build_manifest(
     files: tuple[FileEntry, ...],
     contents: Mapping[str, bytes],
     headers: Mapping[str, bytes],
     issues: list[ParseIssue],
     digests: Mapping[str, bytes] | None = None,
+    security: Mapping[str, bytes] | None = None,
 ) -> WeightManifest:
     """Every weight file of the tree, sorted by path, plus the parsed sharding indexes."""
     weights: list[WeightFile] = []
@@ -81,6 +94,9 @@ def build_manifest(
             except InvalidContent as e:
                 issues.append(ParseIssue(entry.path, f"{fmt} digest: {e}"))
         weights.append(
-            WeightFile(entry.path, entry.size, entry.content_id, fmt, tensors, gguf=gguf, pickle=pickle)
+            WeightFile(
+                entry.path, entry.size, entry.content_id, fmt, tensors, gguf=gguf, pickle=pickle,
+                hub_scan=_hub_scan((security or {}).get(entry.path)),
+            )
         )
     return WeightManifest(tuple(weights), maps, totals)

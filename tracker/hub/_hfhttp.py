@@ -147,6 +147,36 @@ class HubHttp:
                     f"{what}: bad pagination link", repo_id=self.repo_id, revision=revision
                 )
 
+    def post_form_json(
+        self, url: str, form: list[tuple[str, str]], *, what: str, revision: str | None
+    ) -> Any:
+        """POST a form (paths-info), answer its JSON; the same deadline and error mapping as GETs."""
+        try:
+            r = self._client.post(url, data=_group(form))
+        except httpx.TimeoutException as e:
+            raise SourceUnavailable(
+                f"{what}: timed out after {self.timeout:g}s", repo_id=self.repo_id, revision=revision
+            ) from e
+        except httpx.HTTPError as e:
+            raise SourceUnavailable(
+                f"{what}: {type(e).__name__}: {clean(str(e), self._secret)}",
+                repo_id=self.repo_id,
+                revision=revision,
+            ) from e
+        if r.status_code >= 400:
+            raise from_status(
+                r.status_code, r.headers, what=what, repo_id=self.repo_id, revision=revision,
+                body_message=_message(r.content[:65536]), secret=self._secret,
+            )
+        if len(r.content) > MAX_JSON_BYTES:
+            raise SourceError(f"{what}: answer larger than {MAX_JSON_BYTES} bytes", repo_id=self.repo_id)
+        try:
+            return json.loads(r.content)
+        except ValueError as e:
+            raise SourceUnavailable(
+                f"{what}: answer is not JSON", repo_id=self.repo_id, revision=revision
+            ) from e
+
     def _get_json(
         self, url: str, *, what: str, revision: str | None, params: Mapping[str, str] | None
     ) -> tuple[httpx.Response, Any]:
@@ -188,6 +218,14 @@ class HubHttp:
             secret=self._secret,
             not_found=not_found,
         )
+
+
+def _group(form: list[tuple[str, str]]) -> dict[str, list[str]]:
+    """Repeated form keys (``paths=a&paths=b``) as httpx sends them: a list per key."""
+    out: dict[str, list[str]] = {}
+    for k, v in form:
+        out.setdefault(k, []).append(v)
+    return out
 
 
 def _origin(url: str) -> tuple[str, str]:

@@ -30,6 +30,7 @@ from tracker.model import CommitInfo, FileEntry
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+PATHS_PER_REQUEST = 100  # paths-info takes a form of paths; keep each request small
 
 
 class HfSource:
@@ -186,6 +187,19 @@ class HfSource:
         ):  # Range ignored: we read from the start and stopped after the slice
             return body[start : start + length]
         raise SourceUnavailable(f"{what}: unexpected HTTP {r.status_code}", repo_id=self._repo_id)
+
+    def file_security(self, revision: str, paths: Collection[str]) -> dict[str, dict[str, Any]]:
+        url = f"{self._endpoint}/api/models/{self._repo_id}/paths-info/{quote(revision, safe='')}"
+        what = f"{self._repo_id}: security status at {revision[:12]}"
+        wanted, out = sorted(set(paths)), {}
+        for i in range(0, len(wanted), PATHS_PER_REQUEST):
+            form = [("paths", p) for p in wanted[i : i + PATHS_PER_REQUEST]] + [("expand", "true")]
+            items = self._http.post_form_json(url, form, what=what, revision=revision)
+            for item in items if isinstance(items, list) else []:
+                status = item.get("securityFileStatus") if isinstance(item, dict) else None
+                if isinstance(status, dict) and item.get("path") in wanted:
+                    out[str(item["path"])] = status
+        return out
 
     def close(self) -> None:
         self._http.close()

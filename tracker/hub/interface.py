@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from tracker.model import CommitInfo, FileEntry
 
@@ -61,6 +61,14 @@ class HubSource(Protocol):
         """``length`` bytes of the file's real content from ``start`` (fewer at end of file).
 
         For LFS files this reads the LFS object, never the whole of it.
+        """
+        ...
+
+    def file_security(self, revision: str, paths: Collection[str]) -> dict[str, dict[str, Any]]:
+        """The Hub's own per-file scan results (``securityFileStatus``) of ``paths``.
+
+        Only the paths it reports on are in the answer; a source without scanners (git)
+        answers ``{}``. Callers ask only about files whose content is new (issue 13).
         """
         ...
 

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from collections.abc import Collection
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 from tracker.errors import (
@@ -222,6 +222,10 @@ class GitSource:
         if whole is None:
             raise ObjectNotHeld(f"{path}: LFS object does not match its pointer", repo_id=self._repo_id, revision=sha)
         return whole
+
+    def file_security(self, revision: str, paths: Collection[str]) -> dict[str, dict[str, Any]]:
+        """Git has no scanners: nothing to report."""
+        return {}
 
     def read_range(self, revision: str, path: str, start: int, length: int) -> bytes:
         if start < 0 or length < 0:

@@ -27,6 +27,7 @@ from tracker.model.keys import (
     digest_key,
     header_error_key,
     header_key,
+    security_key,
 )
 from tracker.pipeline.advise_step import AdviseStep
 from tracker.pipeline.plan_step import PlanStep
@@ -235,6 +236,8 @@ def _new_blobs(snap: Snapshot) -> dict[str, bytes]:
         blobs[header_key(by_path[path])] = data
     for path, data in snap.weight_digests.items():
         blobs[digest_key(by_path[path])] = data
+    for path, data in snap.security.items():
+        blobs[security_key(by_path[path])] = data
     for path, message in snap.read_errors.items():
         entry = by_path.get(path)
         if entry is not None and path not in snap.transient_errors:  # a property of the content:

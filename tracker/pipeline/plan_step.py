@@ -7,6 +7,7 @@ from typing import Any
 
 from tracker.extract.model_config import parse_model_config
 from tracker.model import Artifacts, Change, ChangeKind
+from tracker.pipeline.gguf_plan_step import gguf_plan
 from tracker.planner import compare, delta_to_json, plan, plan_to_json
 from tracker.planner.checkpoint import checkpoint_scalars
 
@@ -27,8 +28,10 @@ class PlanStep:
         self, base: Artifacts | None, head: Artifacts, *, first: bool
     ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, Change | None]:
         """(plan, plan delta, the delta as a ``config`` change) for a revision, or Nones."""
-        if not self.enabled or not isinstance(head.config, dict):
+        if not self.enabled:
             return None, None, None
+        if not isinstance(head.config, dict):  # a GGUF-only repo is planned from its header
+            return gguf_plan(base, head, first=first, assumptions=self.assumptions)
         base_cfg = base.config if base is not None else None
         head_ckpt = checkpoint_params(head)
         # re-planned when the config or the checkpoint's own count moved, so the stored plan of
