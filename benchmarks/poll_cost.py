@@ -170,6 +170,60 @@ def run_one(hub: HubEmulator, work: Path, repo_id: str, git_dir: Path) -> dict[s
             store.close()
 
 
+def inside_rows(hub: HubEmulator, work: Path) -> list[dict[str, Any]]:
+    """Bytes read inside each weight file (issue 13): a GGUF header, a torch zip's data.pkl,
+    a legacy pickle's prefix; then a commit that leaves them unchanged reads none of them."""
+    from tests.inside.ggufs import gguf_bytes
+    from tests.inside.pickles import fixture, padded_zip
+
+    tokens = ["<unk>", "<s>", "</s>", *[f"tok{i}" for i in range(32_000)]]
+    files = {
+        "model-Q4_K_M.gguf": gguf_bytes(tokens=tokens, hidden=512, layers=8),
+        "pytorch_model.bin": padded_zip("state_dict.bin", 16 * 1024 * 1024),
+        "legacy.pt": fixture("state_dict_legacy.pt") + b"\0" * (48 * 1024 * 1024),
+    }
+    b = RepoBuilder.init(work / "inside.git")
+    b.commit({**files, "README.md": b"# inside\n"}, title="init")
+    repo_id = "bench/inside"
+    hub.add_repo(repo_id, b.path)
+    src = HfSource(repo_id, endpoint=hub.url, timeout=30)
+    store = open_store(f"sqlite:///{work / 'inside.db'}")
+    store.add_repo(repo_id, source=repo_id, source_kind="hub", backfill="all")
+
+    def poll() -> None:
+        record = store.get_repo(repo_id)
+        assert record is not None
+        check_repo(store, src, record)
+
+    rows = []
+    try:
+        for label, edit in (("first read", None), ("unchanged weights", {"README.md": b"# more\n"})):
+            if edit:
+                b.commit(edit, title="card")
+            hub.reset_stats()
+            poll()
+            hub.wait_idle()
+            for path, data in files.items():
+                reads = [r for r in hub.requests if r.route == "resolve" and r.path.endswith("/" + path)]
+                body = sum(len(data[int(a):int(z) + 1]) for a, z in
+                           (r.headers.get("range", "bytes=0-0")[6:].split("-") for r in reads))
+                rows.append({"poll": label, "file": path, "size": len(data), "requests": len(reads),
+                             "bytes_read": body, "fraction": body / len(data)})
+    finally:
+        src.close()
+        store.close()
+    return rows
+
+
+def inside_table(rows: list[dict[str, Any]]) -> str:
+    out = ["| poll | weight file | size | range requests | bytes read | share of the file |",
+           "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        out.append(f"| {r['poll']} | {r['file']} | {_fmt(r['size'])} | {r['requests']} | "
+                   f"{_fmt(r['bytes_read'])} | {r['fraction']:.3%} |")
+    return "\n".join(out)
+
+
 def _fmt(n: int) -> str:
     for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if n >= size:
@@ -198,21 +252,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", action="store_true", help="print the raw measurements as JSON")
     parser.add_argument("--only", nargs="*", help="corpus stems to run (default: all)")
+    parser.add_argument("--inside-only", action="store_true",
+                        help="only the bytes read inside GGUF / pickle weight files")
     args = parser.parse_args()
-    rows = []
+    rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="poll-cost-") as tmp, HubEmulator() as hub:
         work = Path(tmp)
-        for name in args.only or bundle_names():
+        inside = inside_rows(hub, work) if MODE == "pipeline" else []
+        for name in [] if args.inside_only else args.only or bundle_names():
             meta = json.loads(bundle_path(name).with_suffix(".json").read_text())
             rows.append(run_one(hub, work, meta["hf_repo_id"], clone_bundle(name, work)))
-        if not args.only:
+        if not args.only and not args.inside_only:
             rows.append(run_one(hub, work, "bench/built-lfs", _built_repo(work / "built.git").path))
         assert not hub.internal_errors, hub.internal_errors
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps({"repos": rows, "inside": inside}, indent=2))
     else:
         print(f"mode: {MODE}\n")
-        print(table(rows))
+        if rows:
+            print(table(rows) + "\n")
+        print(inside_table(inside))
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ from tracker.extract.zipdir import (
 from tracker.hub.interface import HubSource
 from tracker.model import FileEntry
 
-FIRST_READ = 256 * 1024
+FIRST_READ = 64 * 1024  # a legacy pickle's first prefix; grown (doubling) while cut
 MAX_PICKLE_MEMBERS = 8
 #: EOCD (22) + zip64 locator (20) + zip64 end record (56)
 SHORT_TAIL = 98
