@@ -97,3 +97,18 @@ def test_a_gguf_only_repo_is_planned_from_its_header() -> None:
     assert new["memory_bytes"]["serve_weights"] > first["memory_bytes"]["serve_weights"]  # Q8_0 > Q4_K
     assert change is not None and change.path == PATH and delta
     assert PlanStep().run(head, head, first=False) == (None, None, None)  # same files: no re-plan
+
+
+def test_split_files_are_one_model_and_q4_k_m_is_planned_first() -> None:
+    from tracker.extract.gguf_config import choose_gguf
+
+    blob = gguf_bytes()
+    digest = digest_gguf(parse_gguf_header(blob, file_size=len(blob), max_bytes=10**7))
+    names = ["m-Q8_0-00001-of-00002.gguf", "m-Q8_0-00002-of-00002.gguf", "m-Q4_K_M.gguf"]
+    snap = replace(snapshot_of(dict.fromkeys(names, blob)), weight_digests=dict.fromkeys(names, digest))
+    model = choose_gguf(extract_artifacts(snap).weights)
+    assert model is not None and model.path == "m-Q4_K_M.gguf" and len(model.content_ids) == 1
+    only_split = replace(snap, files=tuple(f for f in snap.files if "Q8_0" in f.path))
+    split = choose_gguf(extract_artifacts(only_split).weights)
+    assert split is not None and split.path == names[0] and len(split.content_ids) == 2
+    assert split.tensor_scalars == 2 * model.tensor_scalars

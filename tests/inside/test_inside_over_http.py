@@ -118,3 +118,30 @@ def test_the_hubs_own_scan_results_are_recorded_and_changes_reported(tmp_path: P
     (scan,) = [c for c in history[sha]["changes"] if "now flagged" in c["summary"]]
     assert scan["path"] == "pytorch_model.bin" and scan["severity"] == "CRITICAL"
     assert "pickleImportScan" in scan["summary"] and "avScan" not in scan["summary"]
+
+
+def test_hostile_weight_files_are_recorded_not_fatal(tmp_path: Path) -> None:
+    import struct
+
+    hf_test_env()
+    b = RepoBuilder.init(tmp_path / "acme.git")
+    terabyte = b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", 4) + b"name"
+    terabyte += struct.pack("<IQ", 8, 1 << 40) + b"x" * 4096
+    big = gguf_bytes()
+    b.commit({"README.md": b"# x\n"}, title="initial")
+    sha = b.commit({
+        "evil.gguf": terabyte, "cut.gguf": big[:1500], "big.gguf": big,
+        "pytorch_model.bin": b"PK\x03\x04" + b"\0" * 5000, "model.pt": b"\x80\x04garbage" * 100,
+    }, title="hostile")
+    with HubEmulator() as hub:
+        hub.add_repo("acme/hostile", tmp_path / "acme.git")
+        cli = Cli(tmp_path / "w", f"sqlite:///{tmp_path / 'hw.db'}",
+                  extra_config=f'[hub]\nendpoint = "{hub.url}"\ntimeout_seconds = 10\n'
+                               "[limits]\nmax_gguf_header_bytes = 1000\n")
+        cli.ok("track", "acme/hostile")
+        ranges = _ranges(hub, "evil.gguf")
+    entry = {e["sha"]: e for e in cli.ok("history", "acme/hostile", "--json").json()}[sha]
+    errors = {c["path"]: c["summary"] for c in entry["changes"] if c["summary"].startswith("not read")}
+    assert set(errors) == {"evil.gguf", "cut.gguf", "big.gguf", "pytorch_model.bin", "model.pt"}
+    assert "1000" in errors["big.gguf"]  # over the [limits] cap
+    assert sum(hi - lo + 1 for lo, hi in ranges) < 100  # the terabyte claim is refused at once
