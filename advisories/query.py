@@ -15,28 +15,28 @@ descendant of X not containing Y); ``introduced X, limit Y`` affects X, A, B, C.
 ECOSYSTEM and SEMVER ranges are evaluated for PyPI (PEP 440) and SemVer orderings; other
 ecosystems match their explicit ``versions`` list only.
 
-Imports: stdlib, packaging.
+Imports: stdlib, packaging, tracker.model.git_range (the evaluation itself).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
 from packaging.version import InvalidVersion, Version
 
+from tracker.model.git_range import range_holds
+
 AncestorsOf = Callable[[str], Iterable[str]]
-_STOP = ("fixed", "last_affected")
 
 
 def range_contains(
     events: Sequence[Mapping[str, str]], commit: str, ancestors_of: AncestorsOf
 ) -> bool:
-    """Whether the GIT range with ``events`` holds ``commit``."""
-    commit = commit.lower()
+    """Whether the GIT range with ``events`` holds ``commit`` (walking ``ancestors_of``)."""
     memo: dict[str, set[str]] = {}
 
     def reach(sha: str) -> set[str]:
@@ -44,24 +44,11 @@ def range_contains(
             memo[sha] = {s.lower() for s in ancestors_of(sha)} | {sha}
         return memo[sha]
 
-    def before(a: str, b: str) -> bool:  # a is a strict ancestor of b
-        return a != b and (a == "0" or (b != "0" and a in reach(b)))
+    def le(a: Hashable, b: Hashable) -> bool:
+        return a == b or (isinstance(b, str) and a in reach(b))
 
     parsed = [(kind, str(value).lower()) for e in events for kind, value in e.items()]
-    limits = [v for k, v in parsed if k == "limit"]
-    if limits and "*" not in limits and not any(before(commit, v) for v in limits):
-        return False
-    mine = reach(commit)
-    relevant = [
-        (kind, value)
-        for kind, value in parsed
-        if (kind == "introduced" and (value == "0" or value in mine))
-        or (kind == "fixed" and value in mine)
-        or (kind == "last_affected" and value in mine and value != commit)
-    ]
-    latest = [e for e in relevant if not any(before(e[1], o[1]) for o in relevant)]
-    kinds = {kind for kind, _ in latest}
-    return "introduced" in kinds and not kinds.intersection(_STOP)
+    return range_holds(parsed, commit.lower(), le)
 
 
 def record_contains_commit(

@@ -1,146 +1,277 @@
-"""History page latency with a large stored history, on SQLite and PostgreSQL.
+"""The read side under 16 connections: commit queries, querybatch, history pages, on SQLite
+and PostgreSQL, beside a trivial FastAPI endpoint measured the same way in the same run.
 
-Inserts N revisions of one repo in bulk directly through the tables (with one or two changes
-each, and an advisory on every third), then times history page requests through the real
-app served by uvicorn on 127.0.0.1: the JSON page (``/api/v1/repos/{id}/revisions``) and the
-HTML page (``/repos/{id}``), each at the newest page and at random cursors deep in the
-history. Prints median and p99 per (database, page).
+Seeds ``--repos`` repos of ``--per-repo`` linear revisions each, in bulk through the tables:
+one or two changes per revision; on every ``--advisory-every``-th revision a real OSV record
+(``advisories.osv.build_record``: GIT range introduced at the revision), of which 85 % get a
+``fixed`` event (``add_fixed``) 1-50 revisions later, as the lifecycle writes when a later
+revision restores the content. The commit index is then built by the migration's own code
+(``storage.commit_rows.rebuild``), timed. The real app (``tracker.api.app.create_app``) runs
+under uvicorn in a child process; the load comes from this process over 16 keep-alive
+connections (a minimal asyncio HTTP/1.1 client, so the client costs little CPU), each
+request timed. Server CPU is read from /proc for the child. Prints each goal beside its
+measurement.
 
-    .venv/bin/python benchmarks/api.py                      # both databases, 100,000 revisions
-    .venv/bin/python benchmarks/api.py --db sqlite --revisions 2000 --requests 50
+    .venv/bin/python benchmarks/api.py                                   # both, 100 x 1,000
+    .venv/bin/python benchmarks/api.py --db sqlite --repos 10 --per-repo 200 --requests 300
 
-PostgreSQL: ``--pg-admin-url`` (default ``HUBWATCH_TEST_PG`` or the test server on
-127.0.0.1:5432); a throwaway database is created and dropped.
+PostgreSQL: ``--pg-admin-url`` (default ``HUBWATCH_TEST_PG`` or 127.0.0.1:5432/test); a
+throwaway database is created and dropped.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import random
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-import httpx
-from sqlalchemy import insert
+from sqlalchemy import insert  # noqa: E402
 
-from storage import open_store
-from storage.store import Store
-from storage.tables import AdvisoryRow, ChangeRow, RepoRow, RevisionRow
-from tracker.api.app import create_app
-from tracker.config import Settings
+from advisories.osv import add_fixed, build_record  # noqa: E402
+from storage import open_store  # noqa: E402
+from storage.commit_rows import rebuild  # noqa: E402
+from storage.store import Store  # noqa: E402
+from storage.tables import AdvisoryRow, ChangeRow, RepoRow, RevisionRow  # noqa: E402
+from tracker.model import Change, ChangeKind, CommitInfo, RevisionDiff, Severity  # noqa: E402
 
-REPO = "bench/model"
-CHUNK = 5000
+CONNECTIONS = 16
 PAGE = 50
+BATCH = 1000
+GOALS = {"commit query p99": 20.0, "querybatch 1000 p99": 200.0}
+CHANGE = Change(ChangeKind.CONFIG, "config.json", "eos_token_id 2 -> 3", ("config.token_ids",), Severity.MODERATE,
+                {"fields": [{"path": "eos_token_id", "old": 2, "new": 3}]})
 
 
-def seed(store: Store, n: int) -> None:
-    """N revisions (+ changes, + an advisory every third) in bulk, newest has seq N."""
-    t0 = datetime(2020, 1, 1, tzinfo=UTC)
-    with store.session() as s:
-        s.add(RepoRow(id=REPO, source=REPO, source_kind="hub", added_at=t0, head_sha=f"{n:040x}"))
-        s.commit()
-    rev_t, ch_t, adv_t = RevisionRow.__table__, ChangeRow.__table__, AdvisoryRow.__table__  # type: ignore[attr-defined]
-    for lo in range(1, n + 1, CHUNK):
-        hi = min(n, lo + CHUNK - 1)
-        revs, changes, advs = [], [], []
-        for i in range(lo, hi + 1):
-            sha, parent = f"{i:040x}", (f"{i - 1:040x}" if i > 1 else None)
-            when = t0 + timedelta(minutes=i)
-            adv_id = f"x_HUBWATCH-bench-{i:07d}" if i % 3 == 0 else None
-            revs.append({"id": i, "repo_id": REPO, "sha": sha, "seq": i, "parent": parent,
-                         "parents": [parent] if parent else [], "committed_at": when, "title": f"Update {i}",
-                         "message": f"Update {i}", "authors": ["bench"], "severity": "HIGH" if adv_id else None,
-                         "advisory_id": adv_id, "tree_key": None, "reachable": True, "error": None,
-                         "chain_hash": f"{i:064x}", "recorded_at": when})
-            changes.append({"revision_id": i, "idx": 0, "kind": "config", "path": "config.json",
-                            "summary": "eos_token_id 2 -> 3", "severity": "MODERATE", "topics": ["config.token_ids"],
-                            "detail": {"fields": [{"path": "eos_token_id", "old": 2, "new": 3}]}})
-            if i % 2 == 0:
-                changes.append({"revision_id": i, "idx": 1, "kind": "other", "path": "README.md",
-                                "summary": "README.md modified", "severity": None, "topics": [], "detail": {}})
-            if adv_id:
-                record = {"id": adv_id, "modified": when.strftime("%Y-%m-%dT%H:%M:%SZ"), "summary": f"{REPO} {i}"}
-                advs.append({"id": adv_id, "repo_id": REPO, "sha": sha, "severity": "HIGH", "published": when,
-                             "modified": when, "withdrawn": None, "record": record})
+def sha_of(repo: int, i: int) -> str:
+    return f"{repo:08x}{i:032x}"
+
+
+def seed(store: Store, repos: int, per_repo: int, every: int, rng: random.Random) -> dict[str, int]:
+    """Linear histories with realistic records; returns counts."""
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    rev_t, ch_t, adv_t = (RevisionRow.__table__, ChangeRow.__table__, AdvisoryRow.__table__)  # type: ignore[attr-defined]
+    counts = {"revisions": 0, "advisories": 0, "fixed": 0}
+    rev_id = 0
+    for r in range(repos):
+        repo_id = f"bench/model-{r:05d}"
+        url = f"https://huggingface.co/{repo_id}"
         with store.session() as s:
-            s.execute(insert(rev_t), revs)
-            s.execute(insert(ch_t), changes)
-            if advs:
-                s.execute(insert(adv_t), advs)
+            s.add(RepoRow(id=repo_id, source=repo_id, source_kind="hub", added_at=t0, head_sha=sha_of(r, per_repo)))
             s.commit()
-    if store.dialect == "postgresql":
-        with store.engine.begin() as c:
+        revs, changes, advs = [], [], []
+        fixes: dict[int, int] = {}  # advisory revision -> fixing revision
+        for i in range(1, per_repo + 1):
+            rev_id += 1
+            sha, parent = sha_of(r, i), (sha_of(r, i - 1) if i > 1 else None)
+            when = t0 + timedelta(minutes=i)
+            record = None
+            if parent and i % every == 0:
+                commit = CommitInfo(sha=sha, parents=(parent,), committed_at=when, title=f"Update {i}")
+                record = build_record(
+                    prefix="x_HUBWATCH", repo_id=repo_id, repo_url=url, commit_url=f"{url}/commit/{sha}",
+                    branch="main", commit=commit, parent=parent,
+                    diff=RevisionDiff(base=parent, head=sha, changes=(CHANGE,)), plan_delta=None, related=(),
+                    now=when,
+                )
+                fix_at = i + rng.randint(1, 50)
+                if record is not None and rng.random() < 0.85 and fix_at <= per_repo and fix_at not in fixes.values():
+                    record = add_fixed(record, sha_of(r, fix_at), when + timedelta(minutes=fix_at - i))
+                    fixes[i] = fix_at
+            revs.append({"id": rev_id, "repo_id": repo_id, "sha": sha, "seq": i, "parent": parent,
+                         "parents": [parent] if parent else [], "committed_at": when, "title": f"Update {i}",
+                         "message": f"Update {i}", "authors": ["bench"], "severity": "MODERATE" if record else None,
+                         "advisory_id": record["id"] if record else None, "tree_key": None, "reachable": True,
+                         "error": None, "chain_hash": f"{rev_id:064x}", "recorded_at": when})
+            changes.append({"revision_id": rev_id, "idx": 0, "kind": "config", "path": "config.json",
+                            "summary": CHANGE.summary, "severity": "MODERATE", "topics": list(CHANGE.topics),
+                            "detail": CHANGE.detail})
+            if i % 2 == 0:
+                changes.append({"revision_id": rev_id, "idx": 1, "kind": "other", "path": "README.md",
+                                "summary": "README.md modified", "severity": None, "topics": [], "detail": {}})
+            if record:
+                advs.append({"id": record["id"], "repo_id": repo_id, "sha": sha, "severity": "MODERATE",
+                             "published": when, "modified": when, "withdrawn": None, "record": record})
+        with store.session() as s:
+            for lo in range(0, len(revs), 5000):
+                s.execute(insert(rev_t), revs[lo : lo + 5000])
+            for lo in range(0, len(changes), 5000):
+                s.execute(insert(ch_t), changes[lo : lo + 5000])
+            for lo in range(0, len(advs), 2000):
+                s.execute(insert(adv_t), advs[lo : lo + 2000])
+            s.commit()
+        counts["revisions"] += len(revs)
+        counts["advisories"] += len(advs)
+        counts["fixed"] += len(fixes)
+    with store.engine.begin() as c:
+        if store.dialect == "postgresql":
             c.exec_driver_sql("SELECT setval(pg_get_serial_sequence('revisions', 'id'), (SELECT max(id) FROM revisions))")
-            c.exec_driver_sql("ANALYZE")
+        c.exec_driver_sql("ANALYZE")
+    return counts
+
+
+# --- the server, in a child process -----------------------------------------------------------
+
+
+def serve_main(url: str, port: int, trivial: bool) -> None:
+    import uvicorn
+
+    if trivial:
+        from fastapi import FastAPI
+
+        app = FastAPI()
+
+        @app.get("/trivial")
+        def trivial_route() -> dict[str, str]:
+            return {"status": "ok"}
     else:
-        with store.engine.begin() as c:
-            c.exec_driver_sql("ANALYZE")
+        from tracker.api.app import create_app
+        from tracker.config import Settings
+
+        app = create_app(open_store(url, run_migrations=False), Settings())
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
-def serve(store: Store) -> Any:
-    """The real app on uvicorn, on a free loopback port (the tests' own helper)."""
-    from tests.api.data import serve_app
+@contextmanager
+def server(url: str, *, trivial: bool = False) -> Iterator[tuple[int, int]]:
+    """(port, pid) of the app on uvicorn in a child process."""
+    import socket
 
-    return serve_app(create_app(store, Settings()))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = [sys.executable, __file__, "--serve", url, "--port", str(port)] + (["--trivial"] if trivial else [])
+    child = subprocess.Popen(args, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or child.poll() is not None:
+                    raise RuntimeError("the server did not start") from None
+                time.sleep(0.1)
+        yield port, child.pid
+    finally:
+        child.terminate()
+        child.wait(10)
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    k = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return ordered[k]
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def time_pages(base: str, n: int, requests: int, rng: random.Random) -> dict[str, dict[str, float]]:
-    """Latency in ms of the JSON and HTML history pages: newest page and random deep cursors."""
-    paths = {
-        "api newest": lambda: f"/api/v1/repos/{REPO}/revisions?limit={PAGE}",
-        "api random cursor": lambda: f"/api/v1/repos/{REPO}/revisions?limit={PAGE}&cursor={rng.randint(PAGE + 1, n)}",
-        "html newest": lambda: f"/repos/{REPO}?limit={PAGE}",
-        "html random cursor": lambda: f"/repos/{REPO}?limit={PAGE}&cursor={rng.randint(PAGE + 1, n)}",
+# --- the load: a minimal keep-alive HTTP/1.1 client -------------------------------------------
+
+Request = tuple[str, str, bytes]  # method, path, body
+
+
+async def _connection(port: int, make: Callable[[], Request], todo: list[int], out: list[float]) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        while todo[0] > 0:
+            todo[0] -= 1
+            method, path, body = make()
+            head = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(body)}\r\n\r\n").encode()
+            t = time.perf_counter()
+            writer.write(head + body)
+            status_headers = await reader.readuntil(b"\r\n\r\n")
+            length = 0
+            for line in status_headers.split(b"\r\n"):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":", 1)[1])
+            await reader.readexactly(length)
+            out.append((time.perf_counter() - t) * 1000)
+            if not status_headers.startswith(b"HTTP/1.1 200"):
+                raise RuntimeError(f"{path}: {status_headers.splitlines()[0]!r}")
+    finally:
+        writer.close()
+
+
+def load(port: int, pid: int, make: Callable[[], Request], requests: int, connections: int) -> dict[str, float]:
+    """Run ``requests`` requests over ``connections`` connections; latency and CPU."""
+    warm: list[float] = []
+    asyncio.run(_many(port, make, min(50, requests), connections, warm))
+    samples: list[float] = []
+    server_cpu, client_cpu = cpu_seconds(pid), resource.getrusage(resource.RUSAGE_SELF)
+    t = time.perf_counter()
+    asyncio.run(_many(port, make, requests, connections, samples))
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    ordered = sorted(samples)
+    return {
+        "requests": requests, "connections": connections, "wall_s": wall, "req_per_s": requests / wall,
+        "p50_ms": statistics.median(ordered), "p99_ms": ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))],
+        "server_cpu_ms_per_req": (cpu_seconds(pid) - server_cpu) * 1000 / requests,
+        "client_cpu_s": (after.ru_utime + after.ru_stime) - (client_cpu.ru_utime + client_cpu.ru_stime),
     }
-    out: dict[str, dict[str, float]] = {}
-    with httpx.Client(base_url=base, timeout=30) as client:
-        for name, make in paths.items():
-            for _ in range(20):  # warm-up: connections, template compile, caches
-                client.get(make()).raise_for_status()
-            samples = []
-            for _ in range(requests):
-                path = make()
-                t = time.perf_counter()
-                r = client.get(path)
-                samples.append((time.perf_counter() - t) * 1000)
-                r.raise_for_status()
-                if name.startswith("api"):
-                    assert len(r.json()["revisions"]) == PAGE
-            out[name] = {"median_ms": statistics.median(samples), "p99_ms": percentile(samples, 0.99),
-                         "max_ms": max(samples), "requests": requests}
-    return out
 
 
-def run(url: str, n: int, requests: int, seed_value: int = 7) -> dict[str, Any]:
+async def _many(port: int, make: Callable[[], Request], requests: int, connections: int, out: list[float]) -> None:
+    todo = [requests]
+    await asyncio.gather(*(_connection(port, make, todo, out) for _ in range(connections)))
+
+
+# --- one database -----------------------------------------------------------------------------
+
+
+def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
+    rng = random.Random(7)
     store = open_store(url)
     try:
         t = time.perf_counter()
-        seed(store, n)
-        insert_s = time.perf_counter() - t
-        with serve(store) as base:
-            pages = time_pages(base, n, requests, random.Random(seed_value))
-        return {"database": store.dialect, "revisions": n, "insert_seconds": insert_s, "pages": pages}
+        counts = seed(store, args.repos, args.per_repo, args.advisory_every, rng)
+        seed_s = time.perf_counter() - t
+        t = time.perf_counter()
+        with store.engine.begin() as conn:
+            rebuild(conn)
+        index_s = time.perf_counter() - t
+        dialect = store.dialect
     finally:
         store.close()
+
+    def any_commit() -> str:
+        return sha_of(rng.randrange(args.repos), rng.randint(1, args.per_repo))
+
+    def commit_query() -> Request:
+        return "POST", "/v1/query", json.dumps({"commit": any_commit()}).encode()
+
+    def batch() -> Request:
+        return "POST", "/v1/querybatch", json.dumps({"queries": [{"commit": any_commit()} for _ in range(BATCH)]}).encode()
+
+    def history() -> Request:
+        repo = f"bench/model-{rng.randrange(args.repos):05d}"
+        return "GET", f"/api/v1/repos/{repo}/revisions?limit={PAGE}&cursor={rng.randint(PAGE + 1, args.per_repo + 1)}", b""
+
+    out: dict[str, Any] = {"database": dialect, **counts, "repos": args.repos, "seed_s": seed_s, "index_s": index_s}
+    with server(url, trivial=True) as (port, pid):
+        out["trivial"] = load(port, pid, lambda: ("GET", "/trivial", b""), args.requests, CONNECTIONS)
+    with server(url) as (port, pid):
+        out["healthz"] = load(port, pid, lambda: ("GET", "/healthz", b""), args.requests, CONNECTIONS)
+        out["history page"] = load(port, pid, history, args.requests, CONNECTIONS)
+        out["commit query"] = load(port, pid, commit_query, args.requests, CONNECTIONS)
+        out["querybatch 1000"] = load(port, pid, batch, max(32, args.requests // 20), CONNECTIONS)
+        out["querybatch 1000, 1 connection"] = load(port, pid, batch, max(16, args.requests // 40), 1)
+    return out
 
 
 @contextmanager
@@ -157,32 +288,57 @@ def pg_database(admin_url: str) -> Iterator[str]:
             c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def report(results: list[dict[str, Any]]) -> None:
+    for res in results:
+        print(f"\n{res['database']}: {res['repos']:,} repos, {res['revisions']:,} revisions, {res['advisories']:,} "
+              f"advisories ({res['fixed']:,} fixed); seeded in {res['seed_s']:.1f} s, commit index built in "
+              f"{res['index_s']:.1f} s")
+        print("| route | connections | requests | req/s | p50 ms | p99 ms | server CPU ms/req | goal |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+        ceiling = res["trivial"]["req_per_s"]
+        for name in ("trivial", "healthz", "history page", "commit query", "querybatch 1000",
+                     "querybatch 1000, 1 connection"):
+            m = res[name]
+            goal = ""
+            if name in GOALS:
+                goal = f"p99 < {GOALS[name]:.0f} ms: {'met' if m['p99_ms'] < GOALS[name] else 'NOT met'}"
+            elif name == "history page":
+                goal = f"within 3x of the ceiling: {ceiling / m['req_per_s']:.1f}x"
+            elif name == "trivial":
+                goal = "the ceiling (bare FastAPI)"
+            print(f"| {name} | {m['connections']} | {m['requests']} | {m['req_per_s']:.0f} | {m['p50_ms']:.1f} | "
+                  f"{m['p99_ms']:.1f} | {m['server_cpu_ms_per_req']:.2f} | {goal} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--db", choices=["sqlite", "postgresql", "both"], default="both")
-    p.add_argument("--revisions", type=int, default=100_000)
-    p.add_argument("--requests", type=int, default=1000, help="timed requests per page kind")
+    p.add_argument("--repos", type=int, default=100)
+    p.add_argument("--per-repo", type=int, default=1000)
+    p.add_argument("--advisory-every", type=int, default=3)
+    p.add_argument("--requests", type=int, default=2000, help="timed requests per single-query route")
     p.add_argument("--pg-admin-url", default=os.environ.get("HUBWATCH_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test"))
     p.add_argument("--json", action="store_true")
+    p.add_argument("--serve", help=argparse.SUPPRESS)
+    p.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--trivial", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.serve:
+        serve_main(args.serve, args.port, args.trivial)
+        return 0
     results = []
     if args.db in ("sqlite", "both"):
         with tempfile.TemporaryDirectory() as tmp:
-            results.append(run(f"sqlite:///{tmp}/bench.db", args.revisions, args.requests))
+            results.append(run(f"sqlite:///{tmp}/bench.db", args))
     if args.db in ("postgresql", "both"):
         with pg_database(args.pg_admin_url) as url:
-            results.append(run(url, args.revisions, args.requests))
+            results.append(run(url, args))
     if args.json:
         print(json.dumps(results, indent=2))
-        return 0
-    print("| database | page | revisions | requests | median ms | p99 ms | max ms |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
-    for res in results:
-        for name, m in res["pages"].items():
-            print(f"| {res['database']} | {name} | {res['revisions']:,} | {m['requests']} | {m['median_ms']:.1f} | "
-                  f"{m['p99_ms']:.1f} | {m['max_ms']:.1f} |")
-    for res in results:
-        print(f"{res['database']}: {res['revisions']:,} revisions inserted in {res['insert_seconds']:.1f} s")
+    else:
+        print(f"CPython {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end, "
+              f"{datetime.now(UTC):%Y-%m-%d}")
+        report(results)
     return 0
 
 

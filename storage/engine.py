@@ -8,7 +8,7 @@ from typing import Any
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.pool import NullPool
+from sqlalchemy.pool import QueuePool, StaticPool
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
@@ -29,8 +29,15 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
             path = url.split("///", 1)[-1]
             if path:
                 Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        # A pool, not a connection per session: opening a SQLite file and setting its pragmas
+        # cost 16 ms of the 18.8 ms an unchanged repo spent in the database (issue 17).
+        # In-memory databases keep one connection, or each session would see an empty one.
+        memory = url in ("sqlite://", "sqlite:///:memory:")
+        pool: dict[str, Any] = (
+            {"poolclass": StaticPool} if memory else {"poolclass": QueuePool, "pool_size": 8, "max_overflow": 24}
+        )
         engine = create_engine(
-            url, connect_args={"check_same_thread": False, "timeout": 30}, poolclass=NullPool, **kwargs
+            url, connect_args={"check_same_thread": False, "timeout": 30}, **pool, **kwargs
         )
 
         @event.listens_for(engine, "connect")

@@ -18,6 +18,7 @@ from sqlalchemy import Engine, func, or_, update
 from sqlalchemy.exc import DataError, IntegrityError, StatementError
 from sqlmodel import Session, col, select
 
+from storage import commit_rows
 from storage.engine import make_engine, migrate
 from storage.outbox import enqueue_advisory_event
 from storage.records import AdvisoryRecord, NewRevision, RepoRecord, RevisionRecord
@@ -332,11 +333,16 @@ class Store:
                 tree_key = "tree:" + hashlib.sha256(rev.tree).hexdigest()
                 blobs[tree_key] = rev.tree
             self._put_blobs(s, blobs)
+            chains = commit_rows.load_chains(s, rev.repo_id)
+            label, reach, chain_point = commit_rows.label_commit(s, rev.repo_id, rev.parents, chains)
+            if chain_point:
+                commit_rows.add_chain_point(s, rev.repo_id, label, reach, chains)
             row = RevisionRow(
                 repo_id=rev.repo_id, sha=rev.sha, seq=seq, parent=rev.parent, parents=list(rev.parents),
                 committed_at=rev.committed_at, title=rev.title, message=rev.message, authors=list(rev.authors),
                 severity=rev.severity, advisory_id=(rev.advisory or {}).get("id"), tree_key=tree_key,
                 error=rev.error, chain_hash=chain_hash(prev_hash, rev), recorded_at=now,
+                chain=label[0], chain_pos=label[1],
             )
             s.add(row)
             s.flush()
@@ -353,6 +359,16 @@ class Store:
                 self._insert_advisory(s, rev.repo_id, rev.sha, rev.advisory, now)
             for record, reason in rev.advisory_updates:
                 self._edit_advisory(s, record, reason)
+            s.flush()
+            if chain_point:  # a branch, rewrite or merge: spans of the repo's advisories may move
+                commit_rows.reindex_repo(s, rev.repo_id, chains)
+            else:
+                commit_rows.reindex_repo(s, rev.repo_id, chains, pending_only=True)
+                if rev.advisory is not None:
+                    commit_rows.index_new_advisory(s, rev.repo_id, rev.advisory, rev.sha, label, chains)
+                commit_rows.index_advisories(
+                    s, rev.repo_id, {str(r["id"]): r for r, _ in rev.advisory_updates}, chains
+                )
             if rev.unreachable:
                 s.execute(
                     update(RevisionRow)
@@ -498,10 +514,11 @@ class Store:
                               reason="published", record=record))
         enqueue_advisory_event(s, repo_id, record, "advisory.published", now)
 
-    def _edit_advisory(self, s: Session, record: dict[str, Any], reason: str) -> None:
+    def _edit_advisory(self, s: Session, record: dict[str, Any], reason: str) -> str | None:
+        """Store one edit; returns the advisory's repo (None: no such advisory)."""
         row = s.get(AdvisoryRow, record["id"])
         if row is None:
-            return
+            return None
         row.record = record
         row.modified = _ts(record["modified"]) or row.modified
         row.withdrawn = _ts(record.get("withdrawn"))
@@ -513,13 +530,26 @@ class Store:
         s.add(AdvisoryEditRow(advisory_id=record["id"], version=int(version) + 1, modified=row.modified,
                               reason=reason, record=record))
         enqueue_advisory_event(s, row.repo_id, record, "advisory.updated", row.modified)
+        return row.repo_id
 
     def update_advisories(self, updates: Iterable[tuple[dict[str, Any], str]]) -> None:
         """Store edited records (each bumps ``modified``); a new version row keeps the old one."""
         with self.session() as s:
+            by_repo: dict[str, dict[str, dict[str, Any]]] = {}
             for record, reason in updates:
-                self._edit_advisory(s, record, reason)
+                repo_id = self._edit_advisory(s, record, reason)
+                if repo_id is not None:
+                    by_repo.setdefault(repo_id, {})[str(record["id"])] = record
+            s.flush()
+            for repo_id, records in by_repo.items():
+                commit_rows.index_advisories(s, repo_id, records, commit_rows.load_chains(s, repo_id))
             s.commit()
+
+    def advisories_affecting(self, shas: Iterable[str], *, full: bool = True) -> dict[str, list[dict[str, Any]]]:
+        """``sha -> records whose GIT ranges hold it``, from the commit index (no graph walk);
+        ``full=False``: only ``{"id", "modified"}`` of each (see :func:`commit_rows.affecting`)."""
+        with self.engine.connect() as conn:
+            return commit_rows.affecting(conn, shas, full=full)
 
     def get_advisory(self, advisory_id: str) -> AdvisoryRecord | None:
         with self.session() as s:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, Index, LargeBinary, Text, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, Index, LargeBinary, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -41,6 +41,8 @@ class RevisionRow(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("repo_id", "sha", name="uq_revisions_repo_sha"),
         Index("ix_revisions_repo_seq", "repo_id", "seq"),
+        Index("ix_revisions_sha", "sha"),
+        Index("ix_revisions_chain", "repo_id", "chain", "chain_pos"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -60,6 +62,35 @@ class RevisionRow(SQLModel, table=True):
     error: str | None = Field(default=None, sa_column=Column(Text))
     chain_hash: str = Field(max_length=64)  # sha256 over the previous entry's hash and this one
     recorded_at: datetime
+    chain: int | None = None  # commit index label (storage.commit_index); None only mid-migration
+    chain_pos: int | None = None
+
+
+class ChainPointRow(SQLModel, table=True):
+    """Where a chain starts or merges: what its commits reach on other chains from here on."""
+
+    __tablename__ = "chain_points"
+
+    repo_id: str = Field(foreign_key="repos.id", primary_key=True, max_length=200)
+    chain: int = Field(primary_key=True)
+    pos: int = Field(primary_key=True)
+    reach: dict[str, int] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class AdvisorySpanRow(SQLModel, table=True):
+    """Commits ``[start_pos, end_pos)`` of one chain that an advisory's GIT ranges hold."""
+
+    __tablename__ = "advisory_spans"
+    __table_args__ = (Index("ix_advisory_spans_probe", "repo_id", "chain", "level", "bucket"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    advisory_id: str = Field(foreign_key="advisories.id", index=True, max_length=64)
+    repo_id: str = Field(max_length=200)
+    chain: int
+    level: int
+    bucket: int
+    start_pos: int = Field(sa_type=BigInteger)
+    end_pos: int = Field(sa_type=BigInteger)
 
 
 class BlobRow(SQLModel, table=True):

@@ -113,6 +113,26 @@ def test_commit_query_returns_exactly_the_advisories_holding_it(world: World, co
         assert vuln == world.reader.get(vuln["id"])  # full records
 
 
+@pytest.mark.parametrize("commit", sorted(SPEC_GRAPH))
+def test_a_commit_query_scoped_to_a_package_is_the_commit_answer_for_that_package(
+    world: World, commit: str
+) -> None:
+    """Issue 15 point 1: osv.dev intersects the commit and the package."""
+    sha = world.graph.sha[commit]
+    ours = world.post("/v1/query", {"commit": sha, "package": {"purl": f"pkg:huggingface/{REPO}"}})
+    assert ours.status_code == 200
+    assert world.names(ours.json().get("vulns", [])) == EXPECTED[commit]
+    for other in ({"purl": "pkg:huggingface/org/other"}, {"ecosystem": "PyPI", "name": "transformers"}):
+        response = world.post("/v1/query", {"commit": sha, "package": other})
+        assert response.status_code == 200 and response.json() == {}
+    batch = world.post("/v1/querybatch", {"queries": [
+        {"commit": sha, "package": {"purl": f"pkg:huggingface/{REPO}"}}, {"commit": sha},
+    ]}).json()["results"]
+    assert batch[0] == batch[1]
+    both = world.post("/v1/query", {"commit": sha, "package": {"purl": f"pkg:huggingface/{REPO}@{sha}"}})
+    assert both.status_code == 400
+
+
 def test_get_by_id_serves_withdrawn_records_too(world: World) -> None:
     for record in world.records.values():
         response = world.client.get(f"/v1/vulns/{record['id']}")

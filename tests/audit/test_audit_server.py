@@ -15,7 +15,7 @@ from tests.audit.conftest import Tracked, write_lock
 from tests.audit.sboms import cyclonedx_bom
 from tests.e2e.cli_helpers import Cli
 from tracker.api.app import create_app
-from tracker.api.osv_routes import osv_router, parse_query, run_query
+from tracker.api.osv_routes import osv_router, parse_query, run_queries
 from tracker.api.readers import MemoryAdvisoryReader
 from tracker.config import load_settings
 
@@ -94,7 +94,7 @@ def test_server_refusing_huggingface_purls_is_asked_by_commit(tmp_path: Path) ->
         asked.append(body)
         if any("package" in q for q in body["queries"]):
             return JSONResponse({"code": 3, "message": "Invalid query."}, status_code=400)
-        results = [run_query(reader, parse_query(q), reader.ancestors_of) for q in body["queries"]]
+        results = run_queries(reader, [parse_query(q) for q in body["queries"]])
         return JSONResponse({"results": [{"vulns": [{"id": v["id"]} for v in r]} if r else {} for r in results]})
 
     app.include_router(osv_router(reader))

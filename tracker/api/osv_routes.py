@@ -4,7 +4,8 @@ Routes (osv.dev's shapes, docs/api of google/osv.dev):
 
 - ``GET /v1/vulns/{id}``: the record itself (withdrawn ones too); 404 ``{"code": 5, ...}``.
 - ``POST /v1/query``: ``{"commit"}`` (every advisory whose GIT range holds the commit, on
-  the stored commit graph) or ``{"package": {"purl"} | {"ecosystem", "name"}, "version"?}``;
+  the stored commit graph, answered from the store's commit index; with a ``package`` too,
+  only that package's) or ``{"package": {"purl"} | {"ecosystem", "name"}, "version"?}``;
   answers ``{"vulns": [record, ...]}``, or ``{}`` when nothing matched. Withdrawn records
   are left out. ``page_token`` is accepted and ignored: every match comes in one page.
 - ``POST /v1/querybatch``: ``{"queries": [...]}`` (at most 1,000) answers
@@ -28,7 +29,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from email.utils import format_datetime
 from typing import Any
@@ -41,9 +42,9 @@ from advisories.osv import parse_timestamp, purl
 from advisories.query import (
     Purl,
     affects_version,
+    matches_package,
     matches_purl,
     parse_purl,
-    record_contains_commit,
 )
 from advisories.schema import is_valid_ecosystem
 from tracker.api.conditional import not_modified
@@ -54,6 +55,7 @@ MAX_BATCH = 1000
 BATCH_SECONDS = 5.0  # the work one querybatch may do, checked between its queries
 # Batches run at most two at a time, so concurrent batches cannot hold every worker thread.
 _BATCH_SLOTS = threading.BoundedSemaphore(2)
+_BATCH_STEP = 200  # queries answered per index look-up, the budget checked between them
 _HEX = re.compile(r"[0-9a-fA-F]{4,64}")
 # purl types whose packages live in an OSV ecosystem: type -> (ecosystem, name joiner)
 _PURL_ECOSYSTEMS = {
@@ -108,7 +110,7 @@ def osv_router(reader: AdvisoryReader, *, max_body_bytes: int = MAX_BODY_BYTES,
             parsed = parse_query(body)
         except QueryError as exc:
             return error(400, 3, str(exc))
-        vulns = await run_in_threadpool(run_query, reader, parsed, _ancestors(reader))
+        vulns = (await run_in_threadpool(run_queries, reader, [parsed]))[0]
         return _json({"vulns": vulns} if vulns else {})
 
     @router.post("/v1/querybatch")
@@ -125,17 +127,15 @@ def osv_router(reader: AdvisoryReader, *, max_body_bytes: int = MAX_BODY_BYTES,
             parsed = [parse_query(q) for q in queries]
         except QueryError as exc:
             return error(400, 3, str(exc))
-        ancestors = _ancestors(reader)
-
         def run_all() -> list[list[dict[str, Any]]] | None:
             """None when the batch ran past its time budget (issue 16, point 9)."""
             with _BATCH_SLOTS:
                 deadline = time.monotonic() + budget
-                out = []
-                for q in parsed:
+                out: list[list[dict[str, Any]]] = []
+                for i in range(0, len(parsed), _BATCH_STEP):
                     if time.monotonic() > deadline:
                         return None
-                    out.append(run_query(reader, q, ancestors))
+                    out += run_queries(reader, parsed[i : i + _BATCH_STEP], full=False)
                 return out
 
         results = await run_in_threadpool(run_all)
@@ -184,6 +184,7 @@ def parse_query(obj: Any) -> Query:
         raise QueryError("Only one of commit or version may be specified.")
     if commit is not None and not _HEX.fullmatch(commit):
         raise QueryError("Invalid hash.")
+    commit = commit.lower() if commit else None
     purl_text = _opt_str(package or {}, "purl")
     name, ecosystem = _opt_str(package or {}, "name"), _opt_str(package or {}, "ecosystem")
     if purl_text:
@@ -194,43 +195,71 @@ def parse_query(obj: Any) -> Query:
             raise QueryError("Invalid Package URL.")
         if purl.version and version:
             raise QueryError("version specified in params and PURL query")
-        return Query(purl=purl, purl_text=purl_text, version=version or purl.version)
+        if purl.version and commit:
+            raise QueryError("Only one of commit or version may be specified.")
+        return Query(commit=commit, purl=purl, purl_text=purl_text, version=version or purl.version)
     if ecosystem and not is_valid_ecosystem(ecosystem):
         raise QueryError("Invalid ecosystem.")
     if (name or ecosystem) and not (name and ecosystem):
         raise QueryError("A package needs both a name and an ecosystem.")
-    if commit:
-        return Query(commit=commit.lower())
+    if commit and not name:
+        return Query(commit=commit)
     if not name:
         raise QueryError("Invalid query.")
-    return Query(ecosystem=ecosystem, name=name, version=version)
+    return Query(commit=commit, ecosystem=ecosystem, name=name, version=version)
 
 
-def run_query(
-    reader: AdvisoryReader, query: Query, ancestors_of: Callable[[str], set[str]]
-) -> list[dict[str, Any]]:
-    """The live records matching ``query``, sorted by id."""
+def run_queries(
+    reader: AdvisoryReader, queries: Sequence[Query], *, full: bool = True
+) -> list[list[dict[str, Any]]]:
+    """The live records matching each query, sorted by id; every commit in one index look-up.
+
+    A commit query answers the records whose GIT range holds the commit; with a package too,
+    that answer restricted to the package (osv.dev intersects). A huggingface purl's version
+    is a commit of that repo: the same look-up, restricted to the package. ``full=False``
+    (querybatch): records may come as ``{"id", "modified"}`` when no query names a package.
+    """
+    commits = {c for q in queries if (c := _commit_of(q))}
+    full = full or any(q.purl is not None or q.ecosystem is not None for q in queries)
+    held = reader.affecting(sorted(commits), full=full) if commits else {}
+    return [_live_unique(_matches(reader, q, held)) for q in queries]
+
+
+def _commit_of(query: Query) -> str | None:
     if query.commit:
-        sha = query.commit
-        found = [r for r in reader.for_commit(sha) if record_contains_commit(r, sha, ancestors_of)]
-    elif query.purl is not None and query.purl.type == "huggingface":
+        return query.commit
+    if query.purl is not None and query.purl.type == "huggingface" and query.version:
+        return query.version.lower()
+    return None
+
+
+def _matches(
+    reader: AdvisoryReader, query: Query, held: Mapping[str, list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    commit = _commit_of(query)
+    found = held.get(commit, []) if commit else None
+    if query.purl is None and query.ecosystem is None:
+        return found or []
+    if query.purl is not None and query.purl.type == "huggingface":
         repo_id, hub = f"{query.purl.namespace}/{query.purl.name}", query.purl.repository
-        candidates = reader.for_purl(purl(repo_id, repository_url=hub))
-        wanted = purl(repo_id, query.version, repository_url=hub)  # the Hub qualifier kept
-        found = [r for r in candidates if matches_purl(r, wanted, ancestors_of)]
-    else:
-        ecosystem, name = query.ecosystem, query.name
-        if query.purl is not None:
-            mapped = _purl_package(query.purl)
-            if mapped is None:
-                return []  # osv.dev: unknown purl types answer nothing, not an error
-            ecosystem, name = mapped
-        if ecosystem is None or name is None:
-            return []
-        found = reader.for_package(ecosystem, name)
-        if query.version:
-            found = [r for r in found if affects_version(r, ecosystem, name, query.version)]
-    return _live_unique(found)
+        bare = purl(repo_id, repository_url=hub)  # the Hub qualifier kept: a mirror is apart
+        if found is None:
+            found = reader.for_purl(bare)
+        return [r for r in found if matches_purl(r, bare)]
+    ecosystem, name = query.ecosystem, query.name
+    if query.purl is not None:
+        mapped = _purl_package(query.purl)
+        if mapped is None:
+            return []  # osv.dev: unknown purl types answer nothing, not an error
+        ecosystem, name = mapped
+    if ecosystem is None or name is None:
+        return []
+    if found is not None:
+        return [r for r in found if matches_package(r, ecosystem, name)]
+    found = reader.for_package(ecosystem, name)
+    if query.version:
+        found = [r for r in found if affects_version(r, ecosystem, name, query.version)]
+    return found
 
 
 def _purl_package(purl: Purl) -> tuple[str, str] | None:
@@ -244,20 +273,8 @@ def _purl_package(purl: Purl) -> tuple[str, str] | None:
 
 
 def _live_unique(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    by_id = {str(r["id"]): dict(r) for r in records if not r.get("withdrawn")}
+    by_id = {str(r["id"]): r for r in records if not r.get("withdrawn")}
     return [by_id[k] for k in sorted(by_id)]
-
-
-def _ancestors(reader: AdvisoryReader) -> Callable[[str], set[str]]:
-    """``reader.ancestors_of`` memoised for one request."""
-    memo: dict[str, set[str]] = {}
-
-    def ancestors_of(sha: str) -> set[str]:
-        if sha not in memo:
-            memo[sha] = set(reader.ancestors_of(sha))
-        return memo[sha]
-
-    return ancestors_of
 
 
 def _opt_str(obj: Mapping[str, Any], key: str) -> str | None:

@@ -3,15 +3,14 @@
 :class:`AdvisoryReader` is the seam between :mod:`tracker.api.osv_routes` and the store. The
 store returns *candidates*; the router decides OSV semantics with :mod:`advisories.query`:
 
-- ``for_commit(sha)``: every record of every repo whose stored history holds ``sha`` (a
-  superset is fine, e.g. every record of the repo); the router keeps those whose GIT range
-  contains ``sha``, walking the graph through ``ancestors_of``.
+- ``affecting(shas)``: for each commit, exactly the records whose GIT range holds it on the
+  stored commit graph (the store answers from its commit index, never walking history at
+  query time; the in-memory reader walks, as the reference). ``full=False`` may answer each
+  record as only ``{"id", "modified"}`` (and ``"withdrawn"`` when set): what a batch needs.
 - ``for_purl(purl)``: every record whose ``affected[].database_specific.purl`` names the
   package of ``purl`` (given without version); the router checks the version.
 - ``for_package(ecosystem, name)``: records with that ``affected[].package`` (hubwatch's
   own records have none; the store may return ``[]``).
-- ``ancestors_of(sha)``: the commits reachable from ``sha`` in the stored graph (``sha``
-  itself may be included), empty when ``sha`` is unknown.
 
 Withdrawn records are returned too; the router leaves them out of queries but serves them
 by id. Readers are called from a worker thread (sync methods).
@@ -24,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from advisories.query import matches_package, parse_purl
+from advisories.query import matches_package, parse_purl, record_contains_commit
 
 
 class AdvisoryReader(Protocol):
@@ -38,9 +37,7 @@ class AdvisoryReader(Protocol):
 
     def for_package(self, ecosystem: str, name: str) -> list[dict[str, Any]]: ...
 
-    def for_commit(self, sha: str) -> list[dict[str, Any]]: ...
-
-    def ancestors_of(self, sha: str) -> set[str]: ...
+    def affecting(self, shas: Iterable[str], *, full: bool = True) -> dict[str, list[dict[str, Any]]]: ...
 
 
 class MemoryAdvisoryReader:
@@ -84,9 +81,13 @@ class MemoryAdvisoryReader:
     def for_package(self, ecosystem: str, name: str) -> list[dict[str, Any]]:
         return [r for r in self._records.values() if matches_package(r, ecosystem, name)]
 
-    def for_commit(self, sha: str) -> list[dict[str, Any]]:
-        # A superset (every record with a GIT range); the router keeps those that hold sha.
-        return [r for r in self._records.values() if _has_git_range(r)]
+    def affecting(self, shas: Iterable[str], *, full: bool = True) -> dict[str, list[dict[str, Any]]]:
+        out = {}
+        for sha in {s.lower() for s in shas}:
+            out[sha] = [
+                r for r in self._records.values() if record_contains_commit(r, sha, self.ancestors_of)
+            ]
+        return out
 
     def ancestors_of(self, sha: str) -> set[str]:
         seen: set[str] = set()
@@ -98,10 +99,3 @@ class MemoryAdvisoryReader:
                 stack.extend(self._parents.get(current, []))
         return seen
 
-
-def _has_git_range(record: Mapping[str, Any]) -> bool:
-    return any(
-        rng.get("type") == "GIT"
-        for affected in record.get("affected") or []
-        for rng in affected.get("ranges") or []
-    )

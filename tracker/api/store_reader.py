@@ -39,21 +39,5 @@ class StoreAdvisoryReader:
     def for_package(self, ecosystem: str, name: str) -> list[dict[str, Any]]:
         return []  # hubwatch's records name repos by GIT range and purl, never by package
 
-    def for_commit(self, sha: str) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        for repo_id in sorted(set(self.store.repos_with_commit(sha.lower()))):
-            out.extend(r.record for r in self.store.list_advisories(repo_id))
-        return out
-
-    def ancestors_of(self, sha: str) -> set[str]:
-        sha = sha.lower()
-        seen: set[str] = set()
-        for repo_id in set(self.store.repos_with_commit(sha)):
-            graph = self.store.commit_graph(repo_id)
-            stack = list(graph.get(sha, ()))
-            while stack:
-                current = stack.pop()
-                if current not in seen:
-                    seen.add(current)
-                    stack.extend(graph.get(current, ()))
-        return seen
+    def affecting(self, shas: Iterable[str], *, full: bool = True) -> dict[str, list[dict[str, Any]]]:
+        return self.store.advisories_affecting(shas, full=full)

@@ -1,6 +1,6 @@
 """Audit: the answer from the local store (no server): the same code path as ``/v1/query``.
 
-For a pinned (repo, revision): the records the OSV routes' ``run_query`` returns for the
+For a pinned (repo, revision): the records the OSV routes' ``run_queries`` returns for the
 ``commit`` over the store (introduced at or before it, not fixed at or before it, on the
 stored commit graph) that are about that repo (whatever Hub or mirror the repo is tracked
 from; on the pin's Hub when the input names one), plus :func:`tracker.api.drift.drift`.
@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 from storage.store import Store
 from tracker.api.drift import drift
-from tracker.api.osv_routes import parse_query, run_query
+from tracker.api.osv_routes import parse_query, run_queries
 from tracker.api.store_reader import StoreAdvisoryReader
 from tracker.audit.pins import Pin
 from tracker.audit.verdicts import Found, Verdict, concerns, found_of
@@ -60,7 +60,7 @@ class StoreAnswer:
         found: tuple[Found, ...] = ()
         if d["known"] or len(sha) == 40:
             reader = StoreAdvisoryReader(store)
-            records = run_query(reader, parse_query({"commit": sha}), reader.ancestors_of)
+            records = run_queries(reader, [parse_query({"commit": sha})])[0]
             found = tuple(found_of(r, self._url(r["id"])) for r in records if concerns(r, pin))
         return Verdict(
             pin, sha, known=bool(d["known"]), advisories=found, behind=d["behind"],

@@ -1,0 +1,193 @@
+"""The commit index (:mod:`storage.commit_index`) kept in SQL: labels on ``revisions``,
+``chain_points``, ``advisory_spans``. Every function runs inside the caller's transaction
+(a Session, or a Connection during a migration), so an index row lands with its revision."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import bindparam, delete, insert, select, update
+from sqlmodel import col
+
+from storage.commit_index import (
+    LEVELS,
+    LONG,
+    OPEN,
+    Chains,
+    Label,
+    Reach,
+    event_shas,
+    git_events,
+    label_new,
+    record_spans,
+    span_keys,
+)
+from storage.tables import AdvisoryRow, AdvisorySpanRow, ChainPointRow, RevisionRow
+
+PENDING = -1  # the chain of an advisory's marker row while it names an unstored commit
+_CHUNK = 400  # bound parameters per IN list (SQLite allows 32,766)
+
+R = RevisionRow.__table__.c  # type: ignore[attr-defined]
+P = ChainPointRow.__table__.c  # type: ignore[attr-defined]
+S = AdvisorySpanRow.__table__.c  # type: ignore[attr-defined]
+A = AdvisoryRow.__table__.c  # type: ignore[attr-defined]
+
+
+def load_chains(db: Any, repo_id: str) -> Chains:
+    return Chains.from_rows(db.execute(select(P.chain, P.pos, P.reach).where(P.repo_id == repo_id)).all())
+
+
+def labels_of(db: Any, repo_id: str, shas: Iterable[str]) -> dict[str, Label]:
+    wanted = sorted(set(shas))
+    out: dict[str, Label] = {}
+    for i in range(0, len(wanted), _CHUNK):
+        rows = db.execute(
+            select(R.sha, R.chain, R.chain_pos).where(R.repo_id == repo_id, col(R.sha).in_(wanted[i : i + _CHUNK]))
+        ).all()
+        out.update({sha: (chain, pos) for sha, chain, pos in rows if chain is not None})
+    return out
+
+
+def label_commit(db: Any, repo_id: str, parents: Sequence[str], chains: Chains) -> tuple[Label, Reach, bool]:
+    """The label of a commit about to be stored (its parents are stored first, if at all)."""
+    known = labels_of(db, repo_id, parents)
+    labels = [known.get(p) for p in parents]
+    first = labels[0] if labels else None
+    first_is_tip = first is not None and db.execute(
+        select(R.id).where(R.repo_id == repo_id, R.chain == first[0], R.chain_pos == first[1] + 1).limit(1)
+    ).first() is None
+    return label_new(labels, first_is_tip=first_is_tip, chains=chains)
+
+
+def add_chain_point(db: Any, repo_id: str, label: Label, reach: Reach, chains: Chains) -> None:
+    db.execute(insert(ChainPointRow.__table__).values(  # type: ignore[arg-type]
+        repo_id=repo_id, chain=label[0], pos=label[1], reach={str(k): v for k, v in reach.items()}
+    ))
+    chains.points.setdefault(label[0], []).append((label[1], dict(reach)))
+    chains.points[label[0]].sort(key=lambda p: p[0])
+
+
+def index_advisories(db: Any, repo_id: str, records: Mapping[str, Mapping[str, Any]], chains: Chains) -> None:
+    """(Re)write the spans of ``records`` (advisory id -> OSV record) of one repo."""
+    if not records:
+        return
+    shas = set().union(*(event_shas(r) for r in records.values()))
+    labels = labels_of(db, repo_id, shas)
+    ids = sorted(records)
+    for i in range(0, len(ids), _CHUNK):
+        db.execute(delete(AdvisorySpanRow.__table__).where(col(S.advisory_id).in_(ids[i : i + _CHUNK])))  # type: ignore[arg-type]
+    rows = [
+        {"advisory_id": adv_id, "repo_id": repo_id, "chain": chain, "level": level, "bucket": bucket,
+         "start_pos": start, "end_pos": end}
+        for adv_id in ids
+        for chain, start, end in sorted(record_spans(records[adv_id], labels, chains))
+        for level, bucket in span_keys(start, end)
+    ]
+    rows += [  # names a commit not stored yet: indexed again when the repo gets a commit
+        {"advisory_id": adv_id, "repo_id": repo_id, "chain": PENDING, "level": 0, "bucket": 0,
+         "start_pos": 0, "end_pos": 0}
+        for adv_id in ids
+        if not event_shas(records[adv_id]) <= labels.keys()
+    ]
+    for i in range(0, len(rows), 500):
+        db.execute(insert(AdvisorySpanRow.__table__), rows[i : i + 500])  # type: ignore[arg-type]
+
+
+def index_new_advisory(db: Any, repo_id: str, record: Mapping[str, Any], sha: str, label: Label,
+                       chains: Chains) -> None:
+    """A new advisory introduced at the commit just stored: one open span (the common case)."""
+    if git_events(record) == [[("introduced", sha.lower())]]:
+        db.execute(insert(AdvisorySpanRow.__table__).values(  # type: ignore[arg-type]
+            advisory_id=record["id"], repo_id=repo_id, chain=label[0], level=LONG, bucket=0,
+            start_pos=label[1], end_pos=OPEN,
+        ))
+    else:
+        index_advisories(db, repo_id, {str(record["id"]): record}, chains)
+
+
+def reindex_repo(db: Any, repo_id: str, chains: Chains, *, pending_only: bool = False) -> None:
+    """Every advisory of a repo (after a commit started or merged a chain), or only those
+    that name commits not stored when they were indexed."""
+    q = select(A.id, A.record).where(A.repo_id == repo_id)
+    if pending_only:
+        q = q.where(col(A.id).in_(
+            select(S.advisory_id).where(S.repo_id == repo_id, S.chain == PENDING).scalar_subquery()
+        ))
+    index_advisories(db, repo_id, dict(db.execute(q).all()), chains)
+
+
+def _levels() -> str:
+    sizes = [(level, 8**level) for level in range(LEVELS)] + [(LONG, OPEN)]
+    return " UNION ALL ".join(f"SELECT {level} AS lvl, {size} AS size" for level, size in sizes)
+
+
+# One statement answers a whole batch: each commit's label, one index probe per level, the
+# spans that hold it, their advisories (issue 17: no history walk, no per-commit round trip).
+_AFFECTING = (
+    "SELECT r.sha, a.id, {payload} FROM revisions r"
+    f" JOIN ({_levels()}) lv ON 1 = 1"
+    " JOIN advisory_spans s ON s.repo_id = r.repo_id AND s.chain = r.chain AND s.level = lv.lvl"
+    " AND s.bucket = r.chain_pos / lv.size"
+    " JOIN advisories a ON a.id = s.advisory_id"
+    " WHERE r.sha IN ({marks}) AND s.start_pos <= r.chain_pos AND s.end_pos > r.chain_pos"
+)
+_PAYLOAD = {
+    ("sqlite", True): "a.record",
+    ("postgresql", True): "a.record::text",
+    ("sqlite", False): "json_extract(a.record, '$.modified'), a.withdrawn IS NOT NULL",
+    ("postgresql", False): "a.record->>'modified', a.withdrawn IS NOT NULL",
+}
+
+
+def affecting(conn: Any, shas: Iterable[str], *, full: bool = True) -> dict[str, list[dict[str, Any]]]:
+    """``sha -> records whose GIT ranges hold it``, in every repo that stored the commit.
+
+    ``full=False``: each record only as ``{"id", "modified"}`` (plus ``"withdrawn": True``),
+    what a querybatch answers, without reading the records themselves.
+    """
+    wanted = sorted({s.lower() for s in shas})
+    out: dict[str, dict[str, dict[str, Any]]] = {sha: {} for sha in wanted}
+    dialect = conn.dialect.name
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    for i in range(0, len(wanted), _CHUNK):
+        chunk = wanted[i : i + _CHUNK]
+        sql = _AFFECTING.format(payload=_PAYLOAD[(dialect, full)], marks=", ".join([mark] * len(chunk)))
+        for row in conn.exec_driver_sql(sql, tuple(chunk)).all():
+            sha, adv_id = row[0], row[1]
+            if full:
+                record = json.loads(row[2]) if isinstance(row[2], str) else row[2]
+            else:
+                record = {"id": adv_id, "modified": row[2]} | ({"withdrawn": True} if row[3] else {})
+            out[sha][adv_id] = record
+    return {sha: [found[k] for k in sorted(found)] for sha, found in out.items()}
+
+
+def rebuild(db: Any) -> None:
+    """Label every stored revision and index every advisory (the migration that adds it)."""
+    for (repo_id,) in db.execute(select(R.repo_id).distinct()).all():
+        db.execute(delete(ChainPointRow.__table__).where(P.repo_id == repo_id))  # type: ignore[arg-type]
+        chains = Chains()
+        labels: dict[str, Label] = {}
+        tips: set[Label] = set()
+        updates: list[dict[str, int]] = []
+        rows = db.execute(select(R.id, R.sha, R.parents).where(R.repo_id == repo_id).order_by(R.seq)).all()
+        for rev_id, sha, parents in rows:
+            plabels = [labels.get(p) for p in parents or ()]
+            first = plabels[0] if plabels else None
+            label, reach, point = label_new(plabels, first_is_tip=first in tips, chains=chains)
+            if point:
+                add_chain_point(db, repo_id, label, reach, chains)
+            if first is not None and label[0] == first[0]:
+                tips.discard(first)
+            tips.add(label)
+            labels[sha] = label
+            updates.append({"rid": rev_id, "c": label[0], "p": label[1]})
+        stmt = update(RevisionRow.__table__).where(R.id == bindparam("rid")).values(  # type: ignore[arg-type]
+            chain=bindparam("c"), chain_pos=bindparam("p")
+        )
+        for i in range(0, len(updates), 5000):
+            db.execute(stmt, updates[i : i + 5000])
+        reindex_repo(db, repo_id, chains)
+
