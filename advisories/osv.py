@@ -43,7 +43,8 @@ from advisories.osv_text import (
     render_details,
     timestamp,
 )
-from tracker.model.core import Change, ChangeKind, CommitInfo, FileEntry, RevisionDiff, max_severity
+from tracker.model.core import Change, ChangeKind, CommitInfo, RevisionDiff, max_severity
+from tracker.model.restore import changed_paths, content_ids, is_open, restores
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -291,58 +292,9 @@ def set_related(record: Mapping[str, Any], ids: Sequence[str], now: datetime) ->
     return _ordered(new)
 
 
-def is_open(record: Mapping[str, Any]) -> bool:
-    """Neither withdrawn nor fixed: a later revision may still restore its content."""
-    if "withdrawn" in record:
-        return False
-    for affected in record.get("affected") or []:
-        for rng in affected.get("ranges") or []:
-            if any("fixed" in e for e in rng.get("events", [])):
-                return False
-    return True
-
-
-def changed_paths(record: Mapping[str, Any]) -> list[str]:
-    """The repo files whose change gave the advisory its severity (``#...`` dropped).
-
-    History changes name no file; informational entries (no severity, or the pipeline's
-    plan / read notes) are not what a later revision has to restore.
-    """
-    changes = (record.get("database_specific") or {}).get("changes") or []
-    paths = {
-        str(c["path"]).split("#", 1)[0]
-        for c in changes
-        if isinstance(c, dict)
-        and c.get("kind") != ChangeKind.HISTORY.value
-        and c.get("path")
-        and c.get("severity")
-        and not any(str(t).startswith(("plan.", "read.")) for t in c.get("topics") or [])
-    }
-    return sorted(paths)
-
-
-def content_ids(files: Iterable[FileEntry], paths: Iterable[str]) -> dict[str, str | None]:
-    """``path -> content id`` (LFS sha256, else git blob id) at one revision; None: absent."""
-    by_path = {f.path: f.content_id for f in files}
-    return {p: by_path.get(p) for p in paths}
-
-
-def restores(
-    paths: Iterable[str], before: Mapping[str, str | None], later: Mapping[str, str | None]
-) -> bool:
-    """Whether a later revision put back every changed file as it was before the advisory.
-
-    ``paths`` = :func:`changed_paths` of advisory A; ``before`` = :func:`content_ids` at A's
-    parent, ``later`` = at the later revision. A file A added counts as restored when it is
-    gone again. Whole-file identity: a re-serialised but equal file is not a restore (no
-    false "fixed").
-    """
-    wanted = list(paths)
-    return bool(wanted) and all(before.get(p) == later.get(p) for p in wanted)
-
-
 #: The topic of a pickle importing code-running globals (tracker.diff.topics).
 DANGEROUS_PICKLE = "weights.pickle.dangerous_imports"
+
 
 # --- Markdown and helpers --------------------------------------------------------------------
 

@@ -210,7 +210,7 @@ async def _connection(port: int, make: Callable[[], Request], todo: list[int], o
 def load(port: int, pid: int, make: Callable[[], Request], requests: int, connections: int) -> dict[str, float]:
     """Run ``requests`` requests over ``connections`` connections; latency and CPU."""
     warm: list[float] = []
-    asyncio.run(_many(port, make, min(50, requests), connections, warm))
+    asyncio.run(_many(port, make, min(50, max(connections, requests // 10)), connections, warm))
     samples: list[float] = []
     server_cpu, client_cpu = cpu_seconds(pid), resource.getrusage(resource.RUSAGE_SELF)
     t = time.perf_counter()
@@ -234,12 +234,12 @@ async def _many(port: int, make: Callable[[], Request], requests: int, connectio
 # --- one database -----------------------------------------------------------------------------
 
 
-def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
+def run(url: str, *, repos: int, per_repo: int, every: int = 3, requests: int = 2000) -> dict[str, Any]:
     rng = random.Random(7)
     store = open_store(url)
     try:
         t = time.perf_counter()
-        counts = seed(store, args.repos, args.per_repo, args.advisory_every, rng)
+        counts = seed(store, repos, per_repo, every, rng)
         seed_s = time.perf_counter() - t
         t = time.perf_counter()
         with store.engine.begin() as conn:
@@ -250,7 +250,7 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         store.close()
 
     def any_commit() -> str:
-        return sha_of(rng.randrange(args.repos), rng.randint(1, args.per_repo))
+        return sha_of(rng.randrange(repos), rng.randint(1, per_repo))
 
     def commit_query() -> Request:
         return "POST", "/v1/query", json.dumps({"commit": any_commit()}).encode()
@@ -259,18 +259,18 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         return "POST", "/v1/querybatch", json.dumps({"queries": [{"commit": any_commit()} for _ in range(BATCH)]}).encode()
 
     def history() -> Request:
-        repo = f"bench/model-{rng.randrange(args.repos):05d}"
-        return "GET", f"/api/v1/repos/{repo}/revisions?limit={PAGE}&cursor={rng.randint(PAGE + 1, args.per_repo + 1)}", b""
+        repo = f"bench/model-{rng.randrange(repos):05d}"
+        return "GET", f"/api/v1/repos/{repo}/revisions?limit={PAGE}&cursor={rng.randint(PAGE + 1, per_repo + 1)}", b""
 
-    out: dict[str, Any] = {"database": dialect, **counts, "repos": args.repos, "seed_s": seed_s, "index_s": index_s}
+    out: dict[str, Any] = {"database": dialect, **counts, "repos": repos, "seed_s": seed_s, "index_s": index_s}
     with server(url, trivial=True) as (port, pid):
-        out["trivial"] = load(port, pid, lambda: ("GET", "/trivial", b""), args.requests, CONNECTIONS)
+        out["trivial"] = load(port, pid, lambda: ("GET", "/trivial", b""), requests, CONNECTIONS)
     with server(url) as (port, pid):
-        out["healthz"] = load(port, pid, lambda: ("GET", "/healthz", b""), args.requests, CONNECTIONS)
-        out["history page"] = load(port, pid, history, args.requests, CONNECTIONS)
-        out["commit query"] = load(port, pid, commit_query, args.requests, CONNECTIONS)
-        out["querybatch 1000"] = load(port, pid, batch, max(32, args.requests // 20), CONNECTIONS)
-        out["querybatch 1000, 1 connection"] = load(port, pid, batch, max(16, args.requests // 40), 1)
+        out["healthz"] = load(port, pid, lambda: ("GET", "/healthz", b""), requests, CONNECTIONS)
+        out["history page"] = load(port, pid, history, requests, CONNECTIONS)
+        out["commit query"] = load(port, pid, commit_query, requests, CONNECTIONS)
+        out["querybatch 1000"] = load(port, pid, batch, max(4, requests // 20), CONNECTIONS)
+        out["querybatch 1000, 1 connection"] = load(port, pid, batch, max(2, requests // 40), 1)
     return out
 
 
@@ -327,12 +327,13 @@ def main(argv: list[str] | None = None) -> int:
         serve_main(args.serve, args.port, args.trivial)
         return 0
     results = []
+    sizes = {"repos": args.repos, "per_repo": args.per_repo, "every": args.advisory_every, "requests": args.requests}
     if args.db in ("sqlite", "both"):
         with tempfile.TemporaryDirectory() as tmp:
-            results.append(run(f"sqlite:///{tmp}/bench.db", args))
+            results.append(run(f"sqlite:///{tmp}/bench.db", **sizes))
     if args.db in ("postgresql", "both"):
         with pg_database(args.pg_admin_url) as url:
-            results.append(run(url, args))
+            results.append(run(url, **sizes))
     if args.json:
         print(json.dumps(results, indent=2))
     else:

@@ -164,6 +164,22 @@ def affecting(conn: Any, shas: Iterable[str], *, full: bool = True) -> dict[str,
     return {sha: [found[k] for k in sorted(found)] for sha, found in out.items()}
 
 
+def held_commits(db: Any, advisory_id: str, *, limit: int) -> list[str]:
+    """The stored commits an advisory's ranges hold (at most ``limit``), from its spans."""
+    spans = db.execute(
+        select(S.repo_id, S.chain, S.start_pos, S.end_pos).where(S.advisory_id == advisory_id, S.chain >= 0).distinct()
+    ).all()
+    out: list[str] = []
+    for repo_id, chain, start, end in spans:
+        out += db.execute(
+            select(R.sha).where(R.repo_id == repo_id, R.chain == chain, R.chain_pos >= start, R.chain_pos < end)
+            .order_by(R.chain_pos).limit(limit - len(out))
+        ).scalars().all()
+        if len(out) >= limit:
+            break
+    return sorted(set(out))
+
+
 def rebuild(db: Any) -> None:
     """Label every stored revision and index every advisory (the migration that adds it)."""
     for (repo_id,) in db.execute(select(R.repo_id).distinct()).all():

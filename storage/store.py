@@ -18,7 +18,7 @@ from sqlalchemy import Engine, func, or_, update
 from sqlalchemy.exc import DataError, IntegrityError, StatementError
 from sqlmodel import Session, col, select
 
-from storage import commit_rows
+from storage import commit_rows, restore_rows
 from storage.engine import make_engine, migrate
 from storage.outbox import enqueue_advisory_event
 from storage.records import AdvisoryRecord, NewRevision, RepoRecord, RevisionRecord
@@ -360,6 +360,10 @@ class Store:
             for record, reason in rev.advisory_updates:
                 self._edit_advisory(s, record, reason)
             s.flush()
+            if rev.advisory is not None:
+                restore_rows.index_restore(s, rev.repo_id, rev.advisory, new=True)
+            for record, _ in rev.advisory_updates:
+                restore_rows.index_restore(s, rev.repo_id, record, new=False)
             if chain_point:  # a branch, rewrite or merge: spans of the repo's advisories may move
                 commit_rows.reindex_repo(s, rev.repo_id, chains)
             else:
@@ -543,6 +547,8 @@ class Store:
             s.flush()
             for repo_id, records in by_repo.items():
                 commit_rows.index_advisories(s, repo_id, records, commit_rows.load_chains(s, repo_id))
+                for record in records.values():
+                    restore_rows.index_restore(s, repo_id, record, new=False)
             s.commit()
 
     def advisories_affecting(self, shas: Iterable[str], *, full: bool = True) -> dict[str, list[dict[str, Any]]]:
@@ -550,6 +556,16 @@ class Store:
         ``full=False``: only ``{"id", "modified"}`` of each (see :func:`commit_rows.affecting`)."""
         with self.engine.connect() as conn:
             return commit_rows.affecting(conn, shas, full=full)
+
+    def commits_held(self, advisory_id: str, *, limit: int) -> list[str]:
+        """Stored commits the advisory's GIT ranges hold (at most ``limit``), from the index."""
+        with self.session() as s:
+            return commit_rows.held_commits(s, advisory_id, limit=limit)
+
+    def restore_candidates(self, repo_id: str, touched: Iterable[str]) -> dict[str, dict[str, str | None]]:
+        """Open advisories naming a path in ``touched``: ``id -> {path: content at its parent}``."""
+        with self.session() as s:
+            return restore_rows.candidates(s, repo_id, touched)
 
     def get_advisory(self, advisory_id: str) -> AdvisoryRecord | None:
         with self.session() as s:

@@ -93,6 +93,19 @@ class AdvisorySpanRow(SQLModel, table=True):
     end_pos: int = Field(sa_type=BigInteger)
 
 
+class AdvisoryRestoreRow(SQLModel, table=True):
+    """A changed path of an open advisory and its content at the advisory's parent."""
+
+    __tablename__ = "advisory_restore"
+    __table_args__ = (Index("ix_advisory_restore_repo_path", "repo_id", "path"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    advisory_id: str = Field(foreign_key="advisories.id", index=True, max_length=64)
+    repo_id: str = Field(max_length=200)
+    path: str = Field(sa_column=Column(Text, nullable=False))
+    content_id: str = Field(max_length=80)  # "" when the parent did not have the file
+
+
 class BlobRow(SQLModel, table=True):
     __tablename__ = "blobs"
 

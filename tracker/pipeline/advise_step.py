@@ -17,7 +17,7 @@ from advisories.osv_client import OsvClient
 from storage.records import RepoRecord
 from storage.store import Store
 from tracker.model import Artifacts, CommitInfo, RevisionDiff
-from tracker.pipeline.lifecycle import fixed_updates
+from tracker.pipeline.lifecycle import fixed_updates, touched_paths
 
 log = logging.getLogger("hubwatch.advise")
 
@@ -59,13 +59,14 @@ class AdviseStep:
     def run(
         self, store: Store, repo: RepoRecord, repo_url: str, commit: CommitInfo, base_sha: str | None,
         diff: RevisionDiff, plan_delta: dict[str, Any] | None, head: Artifacts, *, lost: tuple[str, ...],
-        now: datetime,
+        now: datetime, base: Artifacts | None = None,
     ) -> tuple[dict[str, Any] | None, tuple[Update, ...]]:
         updates: list[Update] = []
         if lost:
             updates.extend(self._rewrite_updates(store, repo, lost, commit.sha, now))
         if base_sha is not None:
-            updates.extend(fixed_updates(store, repo.id, head, commit.sha, now))
+            touched = touched_paths(base.files if base else (), head.files)
+            updates.extend(fixed_updates(store, repo.id, head, commit.sha, now, touched))
         if base_sha is None:
             return None, tuple(updates)
         if diff.severity is None:

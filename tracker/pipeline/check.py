@@ -202,7 +202,8 @@ def _process_commit(
         changes.append(plan_change)
     diff = apply_rules(RevisionDiff(base=diff.base, head=diff.head, changes=tuple(changes)))
     advisory, updates = opts.advise.run(
-        store, repo, source.web_url, commit, base_sha, diff, delta_json, head, lost=unreachable, now=opts.clock()
+        store, repo, source.web_url, commit, base_sha, diff, delta_json, head, lost=unreachable, now=opts.clock(),
+        base=base,
     )
     sev = diff.severity
     return NewRevision(

@@ -1,7 +1,9 @@
-"""commit index: chain labels on revisions, chain points, advisory spans (issue 17)
+"""commit and restore indexes: chain labels on revisions, chain points, advisory spans,
+open advisories by path and content (issue 17)
 
 Commit queries (``/v1/query`` by commit, ``/v1/querybatch``) answer from these instead of
-walking the stored history; existing revisions and advisories are indexed here.
+walking the stored history; the advisory lifecycle finds the advisories a revision may fix
+by path and content. Existing revisions and advisories are indexed here.
 
 Revision ID: 0004
 Revises: 0003
@@ -48,12 +50,27 @@ def upgrade() -> None:
         batch_op.create_index('ix_advisory_spans_advisory_id', ['advisory_id'], unique=False)
         batch_op.create_index('ix_advisory_spans_probe', ['repo_id', 'chain', 'level', 'bucket'], unique=False)
 
-    from storage.commit_rows import rebuild
+    op.create_table('advisory_restore',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('advisory_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('repo_id', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
+    sa.Column('path', sa.Text(), nullable=False),
+    sa.Column('content_id', sqlmodel.sql.sqltypes.AutoString(length=80), nullable=False),
+    sa.ForeignKeyConstraint(['advisory_id'], ['advisories.id'], ),
+    sa.PrimaryKeyConstraint('id')
+    )
+    with op.batch_alter_table('advisory_restore', schema=None) as batch_op:
+        batch_op.create_index('ix_advisory_restore_advisory_id', ['advisory_id'], unique=False)
+        batch_op.create_index('ix_advisory_restore_repo_path', ['repo_id', 'path'], unique=False)
 
-    rebuild(op.get_bind())
+    from storage import commit_rows, restore_rows
+
+    commit_rows.rebuild(op.get_bind())
+    restore_rows.rebuild(op.get_bind())
 
 
 def downgrade() -> None:
+    op.drop_table('advisory_restore')
     op.drop_table('advisory_spans')
     op.drop_table('chain_points')
     with op.batch_alter_table('revisions', schema=None) as batch_op:
