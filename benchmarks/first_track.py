@@ -27,7 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tracker.cli import main as hubwatch  # noqa: E402
+from tracker.cli import main as hubwatch
+
 
 def files_at(i: int) -> dict[str, str]:
     """The files at commit ``i``: each commit moves the sampling default on (an advisory);

@@ -10,12 +10,12 @@ and the release of its lease, together, without undoing a webhook that came mean
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import case, func, or_, update
+from sqlalchemy import bindparam, case, func, or_, update
 from sqlmodel import col, select
 
 from storage.sanitise import clean_text
@@ -143,6 +143,41 @@ def finish_poll(
     with store.session() as s:
         s.execute(update(RepoRow).where(col(RepoRow.id) == repo_id).values(**values))
         s.commit()
+
+
+@dataclass(frozen=True, slots=True)
+class Unchanged:
+    """A claimed repo whose head had not moved: what its row needs (issue 17)."""
+
+    repo_id: str
+    claimed_next: datetime
+    next_check_at: datetime
+
+
+def finish_unchanged(store: Store, owner: str, done: Sequence[Unchanged], *, now: datetime) -> None:
+    """:func:`finish_poll` for many unchanged repos at once: one transaction, one statement
+    executed for each (the database's round trips, not a commit, per repo).
+
+    Each repo's next check is its own, unless someone moved it meanwhile (then theirs
+    stands); only ``owner``'s leases are dropped.
+    """
+    if not done:
+        return
+    stored, lease = col(RepoRow.next_check_at), col(RepoRow.lease_owner)
+    mine = lease == owner
+    stmt = (
+        update(RepoRow.__table__)  # type: ignore[arg-type]
+        .where(col(RepoRow.id) == bindparam("rid"))
+        .values(
+            last_poll_at=now, last_success_at=now, last_error=None, last_error_kind=None, failures=0,
+            next_check_at=case((stored != bindparam("claimed"), stored), else_=bindparam("next")),
+            lease_owner=case((mine, None), else_=lease),
+            lease_expires_at=case((mine, None), else_=col(RepoRow.lease_expires_at)),
+        )
+    )
+    rows = [{"rid": u.repo_id, "claimed": u.claimed_next, "next": u.next_check_at} for u in done]
+    with store.engine.begin() as conn:
+        conn.execute(stmt, rows)
 
 
 def count_recorded_since(store: Store, repo_id: str, since: datetime) -> int:

@@ -14,7 +14,7 @@ from advisories.query import range_contains
 from advisories.schema import validate
 from tests.e2e.cli_helpers import Cli
 from tests.e2e.gitrepo import ModelRepo
-from tracker.api.osv_routes import parse_query, run_query
+from tracker.api.osv_routes import parse_query, run_queries
 from tracker.api.readers import MemoryAdvisoryReader
 
 TEMPLATE_A = "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}{% endfor %}"
@@ -96,7 +96,7 @@ def test_a_mirror_purl_has_repository_url_and_queries_honour_it(tmp_path: Path) 
 
     def ids(purl: str) -> list[str]:
         query = parse_query({"package": {"purl": purl}})
-        return [r["id"] for r in run_query(reader, query, lambda sha: set())]
+        return [r["id"] for r in run_queries(reader, [query])[0]]
 
     on_mirror = PackageURL(type="huggingface", namespace="org", name="model",
                            qualifiers={"repository_url": mirror + "/"}).to_string()

@@ -41,3 +41,18 @@ class StoreAdvisoryReader:
 
     def affecting(self, shas: Iterable[str], *, full: bool = True) -> dict[str, list[dict[str, Any]]]:
         return self.store.advisories_affecting(shas, full=full)
+
+    def ancestors_of(self, sha: str) -> set[str]:
+        """Every stored ancestor of ``sha`` (a walk: the drift route counts them; queries
+        never call it)."""
+        sha = sha.lower()
+        seen: set[str] = set()
+        for repo_id in set(self.store.repos_with_commit(sha)):
+            graph = self.store.commit_graph(repo_id)
+            stack = list(graph.get(sha, ()))
+            while stack:
+                current = stack.pop()
+                if current not in seen:
+                    seen.add(current)
+                    stack.extend(graph.get(current, ()))
+        return seen

@@ -4,7 +4,8 @@ A cycle: share the request budget among the busy daemons and stretch the interva
 tracked set does not fit it; in firehose mode read the model listing first; then claim due
 repos (leases, ``FOR UPDATE SKIP LOCKED`` on PostgreSQL) and check them, ``concurrency`` at
 a time, until none is due, the budget is spent, the Hub said 429, or the daemon stops. Each
-outcome is written with the lease's release in one statement; errors back off per repo.
+outcome is written with the lease's release in one statement (unchanged repos many to a
+transaction); errors back off per repo.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ from tracker.pipeline import CheckResult, PipelineOptions, check_repo
 from tracker.pipeline.sources import SourceFactory
 
 log = logging.getLogger("hubwatch.daemon")
+
+#: Unchanged repos written per transaction: an unchanged check costs its one request and a
+#: share of one write, not a commit of its own (issue 17).
+UNCHANGED_BATCH = 64
 
 #: Errors that will not go away by themselves: these back off to ``max_backoff_seconds``.
 PERMANENT_KINDS = frozenset({"not_found", "gated", "revision_not_found", "invalid"})
@@ -78,6 +83,7 @@ class Daemon:
         self.stopping = threading.Event()  # no new claims
         self.cancel = threading.Event()  # running checks stop at their next request
         self._inflight: set[str] = set()  # claimed by this daemon: running or queued
+        self._unchanged: list[scheduling.Unchanged] = []  # checked, unchanged, not written yet
         self._lost: set[str] = set()
         self._state = threading.Lock()
         self._cycle_lock = threading.Lock()
@@ -146,6 +152,7 @@ class Daemon:
                 if not batch or len(running) > n:
                     done, running = wait(running, return_when=FIRST_COMPLETED)
                     results += [f.result() for f in done]
+        self._flush_unchanged(at())
         self.stats.queue_lag_seconds = max(lags, default=0.0)
         return results
 
@@ -186,8 +193,11 @@ class Daemon:
             if self.stopping.is_set() or self._paused(at()):  # claimed and queued, not started yet:
                 raise CheckCancelled("stopping or rate limited")  # leave it due for the next claim
             result = self._run_check(repo)
-            self._record(repo, result, at())  # releases the lease
-            self._forget(repo.id)
+            if result.status == "unchanged" and repo.next_check_at is not None:
+                self._defer_unchanged(repo, at())  # written with others, in one transaction
+            else:
+                self._record(repo, result, at())  # releases the lease
+                self._forget(repo.id)
         except CheckCancelled:
             self._unclaim(repo.id)  # still due: the next claim, ours or another daemon's, takes it
         except DBAPIError as e:  # the outcome could not be written: the lease runs out, it is checked again
@@ -270,6 +280,28 @@ class Daemon:
             log.info("poll repo=%s status=%s new_revisions=%d head=%s", repo.id, result.status,
                      result.new_revisions, (result.head or "")[:12])
         finish(next_check_at=self.next_check(done), changed=result.new_revisions > 0)
+
+    def _defer_unchanged(self, repo: RepoRecord, done: datetime) -> None:
+        assert repo.next_check_at is not None
+        with self._state:
+            self._unchanged.append(scheduling.Unchanged(repo.id, repo.next_check_at, self.next_check(done)))
+            full = len(self._unchanged) >= UNCHANGED_BATCH
+        if full:
+            self._flush_unchanged(done)
+
+    def _flush_unchanged(self, now: datetime) -> None:
+        """Write the deferred unchanged outcomes (and release their leases) in one transaction."""
+        with self._state:
+            done, self._unchanged = self._unchanged, []
+        if not done:
+            return
+        try:
+            scheduling.finish_unchanged(self.store, self.owner, done, now=now)
+        except DBAPIError as e:  # the leases run out by themselves: checked again, no harm
+            log.error("could not record %d unchanged checks: %s", len(done), type(e.orig).__name__)
+            self.stats.add("errors", 1, "database")
+        for u in done:
+            self._forget(u.repo_id)
 
     def _pause(self, until: datetime) -> None:
         with self._state:

@@ -54,9 +54,16 @@ class HfSource:
         # the token actually sent (maybe implicit, from huggingface_hub's defaults): scrubbed from
         # every server message we put into an exception
         self._secret = headers.get("authorization", "").removeprefix("Bearer ") or token
-        self._http = HubHttp(
-            self._endpoint, headers, timeout=timeout, repo_id=repo_id, secret=self._secret
-        )
+        self._headers = headers
+        self._client: HubHttp | None = None  # built on first use: an unchanged repo never needs it
+
+    @property
+    def _http(self) -> HubHttp:
+        if self._client is None:
+            self._client = HubHttp(
+                self._endpoint, self._headers, timeout=self._timeout, repo_id=self._repo_id, secret=self._secret
+            )
+        return self._client
 
     # -- protocol --------------------------------------------------------------------------
     @property
@@ -202,7 +209,8 @@ class HfSource:
         return out
 
     def close(self) -> None:
-        self._http.close()
+        if self._client is not None:
+            self._client.close()
 
     def __enter__(self) -> HfSource:
         return self
