@@ -28,3 +28,4 @@ def test_a_429_stops_the_checks_in_flight_too(
     assert any(r.status == "cancelled" for r in results)
     again = d.store.claim_due("other-daemon", now=datetime.now(UTC), limit=10, lease_seconds=60)
     assert {r.repo for r in results if r.status == "cancelled"} <= {r.id for r in again}  # handed back, still due
+

@@ -9,13 +9,16 @@ nothing.
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection
-from typing import Any, Protocol
+from collections.abc import Callable, Collection
+from typing import Any, Protocol, TypeVar
 
 from tracker.daemon.budget import RequestBudget
 from tracker.daemon.stats import DaemonStats
+from tracker.errors import RateLimited
 from tracker.hub.interface import CommitListing, HubSource
 from tracker.model import FileEntry
+
+T = TypeVar("T")
 
 COMMITS_PAGE = 50  # the Hub pages commit listings by 50
 
@@ -26,6 +29,8 @@ class Meter(Protocol):
     cancel: threading.Event
 
     def raise_if_cancelled(self, repo_id: str) -> None: ...
+
+    def rate_limited(self, retry_after: float | None) -> None: ...
 
 
 class MeteredSource:
@@ -46,6 +51,15 @@ class MeteredSource:
                 self.meter.budget.acquire(self.meter.cancel)
         self.meter.stats.add("requests", requests)
 
+    def _through(self, call: Callable[[], T]) -> T:
+        """The call; a 429 pauses the whole daemon at once, so its other running checks stop at
+        their next request rather than when this check is recorded (issue 10)."""
+        try:
+            return call()
+        except RateLimited as e:
+            self.meter.rate_limited(e.retry_after)
+            raise
+
     def _got(self, data: bytes) -> bytes:
         self.meter.stats.add("bytes", len(data))
         return data
@@ -60,11 +74,11 @@ class MeteredSource:
 
     def resolve_head(self, branch: str) -> str:
         self._call()
-        return self.inner.resolve_head(branch)
+        return self._through(lambda: self.inner.resolve_head(branch))
 
     def list_commits(self, branch: str, *, stop_at: Collection[str] = ()) -> CommitListing:
         self._call()
-        listing = self.inner.list_commits(branch, stop_at=stop_at)
+        listing = self._through(lambda: self.inner.list_commits(branch, stop_at=stop_at))
         more = len(listing.commits) // COMMITS_PAGE  # the pages after the first, counted afterwards
         if self.metered and more:
             self.meter.budget.spend(more)
@@ -74,19 +88,19 @@ class MeteredSource:
     def file_security(self, revision: str, paths: Collection[str]) -> dict[str, dict[str, Any]]:
         if paths:
             self._call(-(-len(paths) // 100))  # one request per 100 paths (tracker.hub.hf)
-        return self.inner.file_security(revision, paths)
+        return self._through(lambda: self.inner.file_security(revision, paths))
 
     def list_files(self, revision: str) -> tuple[FileEntry, ...]:
         self._call()
-        return self.inner.list_files(revision)
+        return self._through(lambda: self.inner.list_files(revision))
 
     def read_file(self, revision: str, path: str, *, max_bytes: int) -> bytes:
         self._call()
-        return self._got(self.inner.read_file(revision, path, max_bytes=max_bytes))
+        return self._got(self._through(lambda: self.inner.read_file(revision, path, max_bytes=max_bytes)))
 
     def read_range(self, revision: str, path: str, start: int, length: int) -> bytes:
         self._call()
-        return self._got(self.inner.read_range(revision, path, start, length))
+        return self._got(self._through(lambda: self.inner.read_range(revision, path, start, length)))
 
     def close(self) -> None:
         self.inner.close()

@@ -150,7 +150,10 @@ class Daemon:
                 if not running:
                     break
                 if not batch or len(running) > n:
-                    done, running = wait(running, return_when=FIRST_COMPLETED)
+                    # at most a tick: long checks must not stop this daemon from claiming, or an
+                    # expired lease of a crashed daemon waits for them (issue 10: takeover within
+                    # lease_seconds plus one claim interval)
+                    done, running = wait(running, timeout=self.config.tick_seconds, return_when=FIRST_COMPLETED)
                     results += [f.result() for f in done]
         self._flush_unchanged(at())
         self.stats.queue_lag_seconds = max(lags, default=0.0)
@@ -302,6 +305,11 @@ class Daemon:
             self.stats.add("errors", 1, "database")
         for u in done:
             self._forget(u.repo_id)
+
+    def rate_limited(self, retry_after: float | None) -> None:
+        """The Hub answered 429 to one of this daemon's requests: pause it now (see ``_record``)."""
+        if retry_after is not None:
+            self._pause(self._cycle_clock() + timedelta(seconds=min(retry_after, self.config.max_backoff_seconds)))
 
     def _pause(self, until: datetime) -> None:
         with self._state:
