@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repo root: tests.* helpers
 
-from tests.hubemu import hf_test_env  # noqa: E402
+from tests.hubemu import hf_test_env
 
 hf_test_env()
 
@@ -102,7 +102,7 @@ def trickle(tmp: Path) -> None:
 def slow_hook(tmp: Path) -> None:
     store = open_store(f"sqlite:///{tmp / 'slow.db'}")
     release = threading.Event()
-    with HubEmulator() as hub, Receiver(answer=lambda _r, _n: 204 if release.wait(30) else 204) as rx:
+    with HubEmulator() as hub, Receiver(answer=lambda _r, _n: (release.wait(30), 204)[1]) as rx:
         hub.add_repo("org/m", tiny_repo(tmp / "s.git", commits=2).path)
         store.add_repo("org/m", source="org/m", source_kind="hub")
         subs.create_subscription(store, url=rx.url, repos=None, secret=new_secret(), now=datetime.now(UTC))
