@@ -212,6 +212,21 @@ def test_safetensors_header_read_by_range(
         src.read_file(sha, "model.safetensors", max_bytes=len(small) - 1)
 
 
+def test_file_security_reports_only_what_the_source_scans(
+    tmp_path: Path, builder: RepoBuilder, open_source: OpenSource, impl: str
+) -> None:
+    """Issue 13: the Hub's securityFileStatus by paths-info; git has no scanners."""
+    data = safetensors_bytes(TENSORS)
+    sha = builder.commit({"model.safetensors": data, "config.json": b"{}"})
+    src = open_source(_repo_id(tmp_path), builder.path)
+    got = src.file_security(sha, ["model.safetensors", "missing.bin"])
+    if impl == "git":
+        assert got == {}
+    else:
+        assert set(got) == {"model.safetensors"} and got["model.safetensors"]["status"] == "safe"
+    assert src.file_security(sha, []) == {}
+
+
 def test_odd_paths_and_empty_files(
     tmp_path: Path, builder: RepoBuilder, open_source: OpenSource
 ) -> None:
