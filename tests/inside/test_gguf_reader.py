@@ -89,3 +89,22 @@ def test_hostile_headers_are_refused_without_reading_what_they_claim(name: str) 
 def test_a_header_over_the_cap_is_refused() -> None:
     with pytest.raises(InvalidContent, match="cap"):
         parse_gguf_header(FILE[:300], file_size=len(FILE), max_bytes=200)
+
+
+def test_growing_reads_resume_and_end_exactly_at_the_header() -> None:
+    full = parse_gguf_header(FILE, file_size=len(FILE), max_bytes=CAP)
+    want, resume, reads = 24, None, []
+    while True:
+        reads.append(want)
+        try:
+            got = parse_gguf_header(FILE[:want], file_size=len(FILE), max_bytes=CAP, resume=resume)
+            break
+        except NeedMore as e:
+            want, resume = e.header_at_least, e.resume
+    assert got == full and max(reads) == full.header_end and len(reads) < 12
+
+
+def test_a_duplicate_key_is_refused() -> None:
+    blob = _header(0, 2, (_key("a") + struct.pack("<IB", 0, 1)) * 2)
+    with pytest.raises(InvalidContent, match="twice"):
+        parse_gguf_header(blob, file_size=len(blob), max_bytes=CAP)

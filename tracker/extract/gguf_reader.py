@@ -64,15 +64,16 @@ GGML_TYPES: dict[int, tuple[str, int, int]] = {
 class NeedMore(Exception):
     """The header continues past the bytes given.
 
-    ``needed``: the end of the item being read; ``header_at_least``: a lower bound on where the
-    header ends (what is still to come counted at its smallest), so a caller that reads up to
-    it never reads a byte of tensor data, and still needs few reads.
+    ``needed``: the end of the item being read; ``header_at_least``: an estimate from below of
+    where the header ends (see ``_Cursor.rest_at_least``), so a caller that reads up to it
+    reads no tensor data, and still needs few reads.
     """
 
     def __init__(self, needed: int, header_at_least: int):
         super().__init__(f"GGUF header needs at least {needed} bytes")
         self.needed = needed
         self.header_at_least = max(needed, header_at_least)
+        self.resume: Resume | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,11 +116,23 @@ class _Cursor:
         # plus "more" (a NeedMore), bounded by the caller's cap
         self.file_size = file_size
         # entities not started yet, at their smallest: (kv pairs, array items, item size, tensors)
-        self.kv_left = self.items_left = self.item_min = self.tensors_left = 0
+        self.kv_left = self.items_left = self.tensors_left = 0
+        self.items_start = self.items_done = self.tensors_start = self.tensors_done = 0
+        self.pending = 0  # bytes the current tensor info still needs after the current read
 
     def rest_at_least(self) -> int:
-        """Bytes the header still needs after the current item, counted at their smallest."""
-        return self.kv_left * 13 + self.items_left * self.item_min + self.tensors_left * 24
+        """Bytes the header still needs after the current item, estimated from below.
+
+        Keys count at their smallest; the rest of a string array and the tensor infos count
+        at 90% of the average so far beyond their fixed part: BPE token lists and merges get
+        longer with their id, so this stays under the header's end while needing few reads.
+        """
+        per_item = 8 + _share(self.items_start, self.items_done, self.pos, 8)
+        per_tensor = 24 + _share(self.tensors_start, self.tensors_done, self.pos, 24)
+        return (
+            self.kv_left * 13 + self.items_left * per_item + self.tensors_left * per_tensor
+            + self.pending
+        )
 
     def take(self, n: int) -> memoryview:
         end = self.pos + n
@@ -157,6 +170,13 @@ class _Cursor:
             return bytes(raw).decode("utf-8", "replace")
 
 
+def _share(start: int, done: int, pos: int, fixed: int) -> int:
+    """90% of the variable bytes per item among the ``done`` items read from ``start``."""
+    if done <= 0:
+        return 0
+    return max(0, (pos - start - fixed * done) * 9 // (10 * done))
+
+
 def _value(c: _Cursor, vtype: int, key: str, cap: int, depth: int = 0) -> object:
     if vtype in _SCALARS:
         return c.unpack(_SCALARS[vtype][1])
@@ -175,12 +195,12 @@ def _value(c: _Cursor, vtype: int, key: str, cap: int, depth: int = 0) -> object
             raise InvalidContent(f"GGUF {key!r}: array of {count} items claimed")
         start = c.pos
         if item == STRING:
-            c.item_min = 8
             strings = []
+            c.items_start = c.pos
             for i in range(count):
-                c.items_left = count - i - 1
+                c.items_left, c.items_done = count - i - 1, i
                 strings.append(c.string(f"item of {key!r}", cap))
-            c.items_left = 0
+            c.items_left = c.items_done = 0
             items: tuple[object, ...] | None = tuple(strings)
         else:
             fmt = _SCALARS[item][1]
@@ -195,48 +215,82 @@ def _value(c: _Cursor, vtype: int, key: str, cap: int, depth: int = 0) -> object
     raise InvalidContent(f"GGUF {key!r}: unknown value type {vtype}")
 
 
-def parse_gguf_header(buf: bytes, *, file_size: int | None = None, max_bytes: int) -> GgufHeaderBytes:
+@dataclass
+class Resume:
+    """Where a cut parse stopped: the next call starts at the first unfinished entry."""
+
+    version: int
+    n_tensors: int
+    n_kv: int
+    pos: int
+    metadata: dict[str, object]
+    tensors: list[GgufTensorInfo]
+    tensors_start: int = 0
+
+
+def parse_gguf_header(
+    buf: bytes, *, file_size: int | None = None, max_bytes: int, resume: Resume | None = None
+) -> GgufHeaderBytes:
     """Parse the header at the start of ``buf``.
 
     Raises :class:`NeedMore` when ``buf`` ends inside the header (the caller reads more, up to
-    ``max_bytes``), and InvalidContent for anything malformed or over a bound, including a
-    header that would need more than ``max_bytes``.
+    ``max_bytes``, and passes ``NeedMore.resume`` back so that finished entries are not parsed
+    again), and InvalidContent for anything malformed or over a bound, including a header
+    that would need more than ``max_bytes``.
     """
     c = _Cursor(buf, file_size)
+    state = resume
     try:
-        if bytes(c.take(4)) != MAGIC:
-            raise InvalidContent("not a GGUF file (no GGUF magic)")
-        version = c.u32()
-        if version not in (2, 3):
-            raise InvalidContent(f"GGUF version {version} is not read (only 2 and 3)")
-        n_tensors, n_kv = c.u64(), c.u64()
-        if n_tensors > MAX_TENSORS or n_kv > MAX_KV:
-            raise InvalidContent(f"GGUF header claims {n_tensors} tensors and {n_kv} keys")
-        metadata: dict[str, object] = {}
-        c.tensors_left = n_tensors
-        for i in range(n_kv):
-            c.kv_left = n_kv - i - 1
+        if state is None:
+            if bytes(c.take(4)) != MAGIC:
+                raise InvalidContent("not a GGUF file (no GGUF magic)")
+            version = c.u32()
+            if version not in (2, 3):
+                raise InvalidContent(f"GGUF version {version} is not read (only 2 and 3)")
+            n_tensors, n_kv = c.u64(), c.u64()
+            if n_tensors > MAX_TENSORS or n_kv > MAX_KV:
+                raise InvalidContent(f"GGUF header claims {n_tensors} tensors and {n_kv} keys")
+            state = Resume(version, n_tensors, n_kv, c.pos, {}, [])
+        c.pos = state.pos
+        metadata, tensors = dict(state.metadata), list(state.tensors)
+        c.tensors_left = state.n_tensors
+        for i in range(len(metadata), state.n_kv):
+            c.kv_left = state.n_kv - i - 1
             key = c.string("key", MAX_KEY)
             metadata[key] = _value(c, c.u32(), key, max_bytes)
-        tensors = []
-        for i in range(n_tensors):
-            c.tensors_left = n_tensors - i - 1
+            if len(metadata) != i + 1:
+                raise InvalidContent(f"GGUF key {key[:80]!r} appears twice")
+            state.pos, state.metadata = c.pos, metadata
+        c.tensors_start = state.tensors_start = state.tensors_start or c.pos
+        for i in range(len(tensors), state.n_tensors):
+            c.tensors_left, c.tensors_done = state.n_tensors - i - 1, i
+            c.pending = 16  # after the name: n_dims, type and offset at least
             name = c.string("tensor name", MAX_KEY)
+            c.pending = 12
             n_dims = c.u32()
             if n_dims > MAX_DIMS:
                 raise InvalidContent(f"GGUF tensor {name[:80]!r}: {n_dims} dimensions")
-            dims = tuple(c.u64() for _ in range(n_dims))
+            c.pending = 12 + 8 * n_dims
+            dims = []
+            for _ in range(n_dims):
+                c.pending -= 8
+                dims.append(c.u64())
             if any(d > 1 << 48 for d in dims):
                 raise InvalidContent(f"GGUF tensor {name[:80]!r}: dimension too large")
-            tensors.append(GgufTensorInfo(name, c.u32(), dims, c.u64()))
+            c.pending = 8
+            type_id = c.u32()
+            c.pending = 0
+            tensors.append(GgufTensorInfo(name, type_id, tuple(dims), c.u64()))
+            state.pos, state.tensors = c.pos, tensors
     except NeedMore as e:
         e.header_at_least = min(e.header_at_least, max_bytes, file_size or e.header_at_least)
+        e.resume = state
         if e.needed > max_bytes:
             raise InvalidContent(
                 f"GGUF header is larger than the cap of {max_bytes} bytes"
             ) from None
         raise
-    return GgufHeaderBytes(version, metadata, tuple(tensors), c.pos)
+    return GgufHeaderBytes(state.version, metadata, tuple(tensors), c.pos)
 
 
 def tensor_bytes(t: GgufTensorInfo) -> int | None:

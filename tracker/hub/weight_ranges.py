@@ -4,9 +4,10 @@ Layer 2 (source side): only ``HubSource.read_range`` is used, so git and HTTP so
 the same bytes. What decides is parsed by the pure readers of :mod:`tracker.extract` and
 returned as the compact digest the blob store keeps per content id:
 
-- GGUF: the first 24 bytes, then up to a lower bound of the header's end (what is still to
-  come counted at its smallest), again and again until the key/value section and the tensor
-  infos parse, never past ``max_bytes``: not one byte of tensor data is read.
+- GGUF: the first 24 bytes, then up to an estimate from below of the header's end (keys at
+  their smallest, the rest of a token list or of the tensor infos at 90% of their average so
+  far), again until the key/value section and the tensor infos parse, never past
+  ``max_bytes``: no tensor data is read, in a handful of requests.
 - zip checkpoints (torch.save): the first 4 bytes (the magic), the end records (the last 98
   bytes; the longest possible tail only when a zip comment hides them), the central
   directory, then each ``*/data.pkl`` member (its local header, then its data).
@@ -53,12 +54,16 @@ def read_gguf_digest(source: HubSource, sha: str, entry: FileEntry, max_bytes: i
     size = entry.size or None
     buf = b""
     want = 24 if size is None else min(24, size)  # magic, version and the two counts
+    resume = None
     while True:
         if want > len(buf):
             buf += _read_exact(source, sha, entry, len(buf), want - len(buf))
         try:
-            return digest_gguf(parse_gguf_header(buf, file_size=size, max_bytes=max_bytes))
+            return digest_gguf(
+                parse_gguf_header(buf, file_size=size, max_bytes=max_bytes, resume=resume)
+            )
         except NeedMore as e:
+            resume = e.resume
             if e.header_at_least <= len(buf):
                 raise TooLarge(f"{entry.path}: GGUF header over the cap of {max_bytes} bytes") from None
             want = e.header_at_least
