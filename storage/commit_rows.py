@@ -125,13 +125,16 @@ def _levels() -> str:
 
 # One statement answers a whole batch: each commit's label, one index probe per level, the
 # spans that hold it, their advisories (issue 17: no history walk, no per-commit round trip).
+# CROSS JOIN fixes SQLite's join order (commit, level, probe), whatever its statistics say:
+# stale ones (ANALYZE before the spans were written) made it scan a chain's spans per commit.
 _AFFECTING = (
     "SELECT r.sha, a.id, {payload} FROM revisions r"
-    f" JOIN ({_levels()}) lv ON 1 = 1"
-    " JOIN advisory_spans s ON s.repo_id = r.repo_id AND s.chain = r.chain AND s.level = lv.lvl"
-    " AND s.bucket = r.chain_pos / lv.size"
-    " JOIN advisories a ON a.id = s.advisory_id"
-    " WHERE r.sha IN ({marks}) AND s.start_pos <= r.chain_pos AND s.end_pos > r.chain_pos"
+    f" CROSS JOIN ({_levels()}) lv"
+    " CROSS JOIN advisory_spans s"
+    " CROSS JOIN advisories a"
+    " WHERE r.sha IN ({marks}) AND s.repo_id = r.repo_id AND s.chain = r.chain AND s.level = lv.lvl"
+    " AND s.bucket = r.chain_pos / lv.size AND s.start_pos <= r.chain_pos AND s.end_pos > r.chain_pos"
+    " AND a.id = s.advisory_id"
 )
 _PAYLOAD = {
     ("sqlite", True): "a.record",

@@ -11,7 +11,7 @@ from tracker.cli.context import Context
 from tracker.cli.progress import progress_bar
 from tracker.errors import AlreadyTracked, SourceError, UsageError
 from tracker.pipeline import CheckResult, check_repo
-from tracker.pipeline.sources import is_git_location
+from tracker.pipeline.sources import is_git_location, shadowing_directory
 
 
 def _validate_backfill(value: str) -> str:
@@ -45,6 +45,9 @@ def track(ctx: Context) -> int:
         kind = "git"
     else:
         location, repo_id, kind = source, args.as_id or source, "hub"
+        if shadowing_directory(source):
+            print(f"hubwatch: {source} is tracked from the Hub; a directory of that name is here too: "
+                  f"track ./{source} to read that instead", file=sys.stderr)
         if args.as_id and args.as_id != source:
             raise UsageError("--as names git sources; a Hub repo is tracked under its own id")
     if "/" not in repo_id or repo_id.count("/") != 1:

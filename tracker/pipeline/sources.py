@@ -13,14 +13,21 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-
 
 
 def is_git_location(source: str) -> bool:
-    """A local path, ``file://`` or git URL, rather than a Hub ``org/name`` id."""
+    """A local path, ``file://`` or git URL, rather than a Hub ``org/name`` id.
+
+    An ``org/name`` is the Hub's even when a directory of that name exists here (issue 17):
+    ``./org/name`` or another path form names the directory.
+    """
     if "://" in source or source.startswith(("/", ".", "~", "git@")):
         return True
     if source.endswith((".git", ".bundle")):
         return True
-    if not _HUB_ID.match(source):
-        return True
-    return Path(source).exists()
+    return not _HUB_ID.match(source)
+
+
+def shadowing_directory(source: str) -> bool:
+    """A Hub id that is also a directory here (the CLI says which one it took)."""
+    return not is_git_location(source) and Path(source).is_dir()
 
 
 def hub_web_url(endpoint: str, repo_id: str) -> str:
