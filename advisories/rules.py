@@ -111,6 +111,9 @@ RULES: tuple[Rule, ...] = (
          "Decision: Python code added that auto_map does not load; other tools (handler.py, scripts) may run it."),
     Rule("code.changed", M,
          "Decision: Python code changed that auto_map does not load; other tools (handler.py, scripts) may run it."),
+    Rule("analysis.cut", H,
+         "Decision: the revision's analysis ran over its time or memory budget and was stopped; "
+         "content nobody compared may hide any change."),
     Rule("*.unreadable", M,
          "Decision: a file that decides behaviour changed but could not be read (too large, invalid JSON, ...)."),
     # -- low --------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from tracker.config import Settings, load_settings
 from tracker.errors import NotTrackedError
 from tracker.pipeline import PipelineOptions
 from tracker.pipeline.advise_step import AdviseStep
+from tracker.pipeline.analysis import AnalysisBudget, shared_pool
 from tracker.pipeline.plan_step import PlanStep
 from tracker.pipeline.sources import SourceFactory, is_git_location
 from tracker.snapshot import SnapshotLimits
@@ -101,6 +102,8 @@ def pipeline_options(settings: Settings) -> PipelineOptions:
         advise=AdviseStep.from_settings(settings.advisories.id_prefix, settings.advisories.osv_api,
                                         timeout=min(10.0, settings.hub.timeout_seconds),
                                         hub_endpoint=settings.hub.endpoint),
+        analysis=shared_pool(AnalysisBudget(seconds=lim.analysis_seconds,
+                                            memory_bytes=lim.analysis_memory_mb * 2**20)),
     )
 
 

@@ -130,17 +130,15 @@ class Daemon:
         lags: list[float] = []
         seen: set[str] = set()
         running: set[Future[CheckResult]] = set()
-        claiming = True
         n = self.config.concurrency
         with ThreadPoolExecutor(n, thread_name_prefix="hubwatch-check") as pool:
             while True:
                 batch: list[RepoRecord] = []
-                if claiming and len(running) <= n and not self.stopping.is_set():
+                if len(running) <= n and not self.stopping.is_set():
                     now = at()
                     batch = self._claim(now, 2 * n - len(running))
                     again = [r for r in batch if r.id in seen]
                     if again:  # due again within this cycle (a tiny interval): leave it to the next one
-                        claiming = False
                         for r in again:
                             self._unclaim(r.id)
                         batch = [r for r in batch if r.id not in seen]
@@ -152,7 +150,8 @@ class Daemon:
                 if not batch or len(running) > n:
                     # at most a tick: long checks must not stop this daemon from claiming, or an
                     # expired lease of a crashed daemon waits for them (issue 10: takeover within
-                    # lease_seconds plus one claim interval)
+                    # lease_seconds plus one claim interval; issue 16, point 7: a slow repo never
+                    # holds back the others)
                     done, running = wait(running, timeout=self.config.tick_seconds, return_when=FIRST_COMPLETED)
                     results += [f.result() for f in done]
         self._flush_unchanged(at())

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from advisories.rules import apply_rules
 from storage.records import NewRevision, RepoRecord
 from storage.store import Store
-from tracker.diff import diff_artifacts, history_rewrite_change
+from tracker.diff import history_rewrite_change
 from tracker.extract import extract_artifacts
 from tracker.extract.paths import is_safetensors, reads_inside
 from tracker.hub.interface import HubSource
@@ -30,6 +30,7 @@ from tracker.model.keys import (
     security_key,
 )
 from tracker.pipeline.advise_step import AdviseStep
+from tracker.pipeline.analysis import AnalysisPool, shared_pool
 from tracker.pipeline.plan_step import PlanStep
 from tracker.pipeline.stored import serialise_tree
 from tracker.snapshot import ReadPolicy, SnapshotLimits, take_snapshot
@@ -64,6 +65,7 @@ class PipelineOptions:
     #: recorded with the file marked unreadable (a file the source never serves must not stall
     #: the repo for ever); until then the revision stays pending
     give_up_reads_after: int = 6
+    analysis: AnalysisPool | None = None  # None: the process's shared pool, default budget
 
 
 def check_repo(
@@ -168,16 +170,13 @@ def _process_commit(
 ) -> NewRevision:
     snap = take_snapshot(source, commit.sha, limits=opts.limits, known=store.get_blob, policy=opts.reads)
     blobs = _new_blobs(snap)
-    error: str | None = None
     base = cache.get(repo.id, base_sha)
-    try:
-        head = extract_artifacts(snap, max_json_depth=opts.max_json_depth)
-        diff = diff_artifacts(base, head, base_sha=base_sha, head_sha=commit.sha)
-    except Exception as e:  # hostile content must never crash a poll: record it
-        log.warning("revision %s@%s could not be analysed: %s", repo.id, commit.sha[:12], e)
-        error = f"{type(e).__name__}: {e}"
-        head = Artifacts(files=snap.files)
-        diff = RevisionDiff(base=base_sha, head=commit.sha)
+    # extract, diff (with its renders) and plan in a worker under a time and memory budget
+    found = (opts.analysis or shared_pool()).run(snap, base, base_sha=base_sha, head_sha=commit.sha,
+                                                 max_json_depth=opts.max_json_depth, plan=opts.plan)
+    head, diff, error = found.head, found.diff, found.error
+    if error:
+        log.warning("revision %s@%s: %s", repo.id, commit.sha[:12], error)
     cache.put(commit.sha, head)
     changes = list(diff.changes)
     touched = {c.path for c in changes}  # the diff names every path whose content changed
@@ -192,12 +191,7 @@ def _process_commit(
         old_head, lost = rewrite
         changes.insert(0, history_rewrite_change(old_head or "", commit.sha, lost))
         unreachable = lost
-    try:
-        plan_json, delta_json, plan_change = opts.plan.run(base, head, first=base_sha is None)
-    except Exception as e:  # the planner is pure and total, but a poll must survive a bug in it
-        log.warning("plan of %s@%s failed: %s", repo.id, commit.sha[:12], e)
-        error = error or f"plan failed: {type(e).__name__}: {e}"
-        plan_json, delta_json, plan_change = None, None, None
+    plan_json, delta_json, plan_change = found.plan
     if plan_change is not None:
         changes.append(plan_change)
     diff = apply_rules(RevisionDiff(base=diff.base, head=diff.head, changes=tuple(changes)))

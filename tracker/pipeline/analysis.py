@@ -1,0 +1,198 @@
+"""Stage 3-5 of one revision (extract, diff with its renders, plan) under a hard budget.
+
+A hostile revision must not hold a core for long or take the daemon's memory (issue 16,
+point 4; issue 10, point 9): the analysis runs in a worker process with a wall-clock
+deadline and an address-space limit (``RLIMIT_AS``), which no loop in Python, Jinja or a C
+extension can escape. A worker over its budget is killed and replaced; the revision is
+recorded with a change that says what was cut (``analysis.cut``, HIGH: content nobody could
+compare may hide anything), and the poll goes on with the next commit.
+
+Workers come from a fork server with the pure stages preloaded, so one costs a fork, not an
+interpreter start; a pool keeps one per concurrent caller. ``AnalysisBudget(seconds=0)``
+analyses in-process (no limit), for callers that have no use for a process.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import threading
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from tracker.diff import diff_artifacts
+from tracker.extract import extract_artifacts
+from tracker.model import Artifacts, Change, ChangeKind, RevisionDiff, Snapshot
+from tracker.pipeline.plan_step import PlanStep
+
+log = logging.getLogger("hubwatch.analysis")
+
+PlanResult = tuple["dict[str, Any] | None", "dict[str, Any] | None", "Change | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisBudget:
+    """What one revision's analysis may cost: seconds of wall clock, bytes of address space."""
+
+    seconds: float = 60.0
+    memory_bytes: int = 2 * 1024**3
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """What the analysis of one revision found; ``cut`` names the budget it ran over."""
+
+    head: Artifacts
+    diff: RevisionDiff
+    plan: PlanResult
+    error: str | None = None
+    cut: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    snap: Snapshot
+    base: Artifacts | None
+    base_sha: str | None
+    head_sha: str
+    max_json_depth: int
+    plan: PlanStep
+
+
+def analyse(job: _Job) -> Analysis:
+    """The analysis itself, in whatever process runs it; content errors become ``error``."""
+    error: str | None = None
+    try:
+        head = extract_artifacts(job.snap, max_json_depth=job.max_json_depth)
+        diff = diff_artifacts(job.base, head, base_sha=job.base_sha, head_sha=job.head_sha)
+    except MemoryError:
+        raise  # the worker answers "memory": the revision is recorded as cut
+    except Exception as e:  # hostile content must never crash a poll: record it
+        error = f"{type(e).__name__}: {e}"
+        head = Artifacts(files=job.snap.files)
+        diff = RevisionDiff(base=job.base_sha, head=job.head_sha)
+    try:
+        plan = job.plan.run(job.base, head, first=job.base_sha is None)
+    except Exception as e:  # the planner is pure and total, but a poll must survive a bug in it
+        error = error or f"plan failed: {type(e).__name__}: {e}"
+        plan = (None, None, None)
+    return Analysis(head=head, diff=diff, plan=plan, error=error)
+
+
+def cut_change(why: str) -> Change:
+    """The change that records a revision whose analysis was stopped."""
+    return Change(kind=ChangeKind.OTHER, path="/", topics=("analysis.cut",),
+                  summary=f"not analysed: {why}; its config, tokenizer, template, weights and code "
+                          "changes were not compared")
+
+
+class AnalysisPool:
+    """Worker processes that analyse revisions under an :class:`AnalysisBudget`."""
+
+    def __init__(self, budget: AnalysisBudget = AnalysisBudget()):
+        self.budget = budget
+        self._idle: list[_Worker] = []
+        self._lock = threading.Lock()
+
+    def run(self, snap: Snapshot, base: Artifacts | None, *, base_sha: str | None, head_sha: str,
+            max_json_depth: int, plan: PlanStep) -> Analysis:
+        job = _Job(snap, base, base_sha, head_sha, max_json_depth, plan)
+        if self.budget.seconds <= 0:
+            return analyse(job)
+        with self._lock:
+            worker = self._idle.pop() if self._idle else None
+        if worker is None or not worker.alive():
+            worker = _Worker(self.budget.memory_bytes)
+        outcome, value = worker.call(job, self.budget.seconds)
+        if outcome == "ok":
+            with self._lock:
+                self._idle.append(worker)
+            assert isinstance(value, Analysis)
+            return value
+        worker.kill()
+        why = {"time": f"over its time budget of {self.budget.seconds:g} s",
+               "memory": f"over its memory budget of {self.budget.memory_bytes // 2**20} MiB"}.get(
+            outcome, "the analysis worker failed")
+        log.warning("revision %s not analysed: %s", head_sha[:12], why)
+        empty = Analysis(head=Artifacts(files=snap.files), diff=RevisionDiff(base=base_sha, head=head_sha),
+                         plan=(None, None, None))
+        return Analysis(head=empty.head, diff=RevisionDiff(base=base_sha, head=head_sha, changes=(cut_change(why),)),
+                        plan=empty.plan, error=f"analysis stopped: {why}", cut=outcome)
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for w in idle:
+            w.kill()
+
+
+_POOLS: dict[AnalysisBudget, AnalysisPool] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def shared_pool(budget: AnalysisBudget = AnalysisBudget()) -> AnalysisPool:
+    """The process's pool for ``budget``: workers are reused by every check that shares it."""
+    with _POOLS_LOCK:
+        if budget not in _POOLS:
+            _POOLS[budget] = AnalysisPool(budget)
+        return _POOLS[budget]
+
+
+_CONTEXT: Any = None
+
+
+def _context() -> Any:
+    global _CONTEXT
+    if _CONTEXT is None:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["tracker.pipeline.analysis"])
+        _CONTEXT = ctx
+    return _CONTEXT
+
+
+class _Worker:
+    """One worker process and its pipe."""
+
+    def __init__(self, memory_bytes: int):
+        ctx = _context()
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(child, memory_bytes), daemon=True, name="hubwatch-analysis")
+        self.proc.start()
+        child.close()
+
+    def alive(self) -> bool:
+        return bool(self.proc.is_alive())
+
+    def call(self, job: _Job, seconds: float) -> tuple[str, object]:
+        try:
+            self.conn.send(job)
+            if not self.conn.poll(seconds):
+                return "time", None
+            answer = self.conn.recv()
+        except (EOFError, OSError):  # killed by the kernel (memory) or crashed
+            return "memory" if self.proc.exitcode in (None, -9) else "crash", None
+        assert isinstance(answer, tuple)
+        return answer[0], answer[1]
+
+    def kill(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(5)
+        self.conn.close()
+
+
+def _serve(conn: Connection, memory_bytes: int) -> None:
+    """The worker's loop: analyse each job sent, answer ("ok", Analysis) or ("memory", None)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            conn.send(("ok", analyse(job)))
+        except MemoryError:
+            conn.send(("memory", None))
