@@ -7,8 +7,8 @@ extension can escape. A worker over its budget is killed and replaced; the revis
 recorded with a change that says what was cut (``analysis.cut``, HIGH: content nobody could
 compare may hide anything), and the poll goes on with the next commit.
 
-Workers come from a fork server with the pure stages preloaded, so one costs a fork, not an
-interpreter start; a pool keeps one per concurrent caller. ``AnalysisBudget(seconds=0)``
+Workers are forked with the pure stages already imported, so one costs a fork, not an
+interpreter start; a pool keeps one per concurrent caller and reuses it. ``AnalysisBudget(seconds=0)``
 analyses in-process (no limit), for callers that have no use for a process.
 """
 
@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
+import resource
+import signal
 import threading
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -143,11 +146,12 @@ _CONTEXT: Any = None
 
 
 def _context() -> Any:
+    """``fork``: a worker starts in milliseconds with every stage already imported (a fork
+    server's fresh interpreter took seconds to import them on a loaded host). The child only
+    runs :func:`_serve`: pure code whose modules this module imported before any fork."""
     global _CONTEXT
     if _CONTEXT is None:
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["tracker.pipeline.analysis"])
-        _CONTEXT = ctx
+        _CONTEXT = multiprocessing.get_context("fork")
     return _CONTEXT
 
 
@@ -184,11 +188,15 @@ class _Worker:
 
 def _serve(conn: Connection, memory_bytes: int) -> None:
     """The worker's loop: analyse each job sent, answer ("ok", Analysis) or ("memory", None)."""
-    import resource
-
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # not the daemon's "stop gracefully"
+        signal.signal(sig, signal.SIG_DFL)
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    parent = os.getppid()
     while True:
         try:
+            while not conn.poll(1.0):  # siblings hold copies of the pipe: watch the parent itself
+                if os.getppid() != parent:
+                    return
             job = conn.recv()
         except (EOFError, OSError):
             return
