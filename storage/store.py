@@ -566,8 +566,8 @@ class Store:
 
     def restore_candidates(self, repo_id: str, touched: Iterable[str]) -> dict[str, dict[str, str | None]]:
         """Open advisories naming a path in ``touched``: ``id -> {path: content at its parent}``."""
-        with self.session() as s:
-            return restore_rows.candidates(s, repo_id, touched)
+        with self.session() as s:  # paths are stored cleaned (storage.sanitise): so are the keys
+            return restore_rows.candidates(s, repo_id, [clean_text(p) for p in touched])
 
     def get_advisory(self, advisory_id: str) -> AdvisoryRecord | None:
         with self.session() as s:
