@@ -69,6 +69,7 @@ class LimitSettings:
     max_pickle_bytes: int = 16_777_216
     max_json_depth: int = 32
     max_files: int = 100_000
+    max_revision_bytes: int = 67_108_864  # bytes read for one revision across all its files
     analysis_seconds: float = 60.0  # wall clock for one revision's extract, diff, renders and plan; 0: no worker
     analysis_memory_mb: int = 2048  # address space of the worker that analyses it
 

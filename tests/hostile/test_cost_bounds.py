@@ -98,3 +98,22 @@ def test_one_slow_repo_does_not_stall_the_others(tmp_path: Path) -> None:
     cycle.join(20)
     assert not cycle.is_alive() and checked == ["org/slow", "org/late"]
     store.close()
+
+
+def test_a_revision_reads_at_most_its_byte_budget(tmp_path: Path) -> None:
+    """Issue 16, point 6: 300 files of 1.9 MB, each under its own cap, took 1.8 GB of memory."""
+    b = RepoBuilder.init(tmp_path / "amp.git")
+    b.commit({"config.json": config_bytes()}, title="baseline")
+    big = {f"modeling_{i}.py": (f"# {i}\n" + "x = 1\n" * 30_000).encode() for i in range(30)}  # 180 kB each
+    sha = b.commit(big, title="amplification")
+    cli = Cli(tmp_path / "cli", f"sqlite:///{tmp_path / 'hw.db'}",
+              extra_config="[limits]\nmax_revision_bytes = 1_000_000\n")
+    assert cli.ok("track", str(b.path), "--as", "evil/amp", "--json").json()["poll"]["status"] == "ok"
+    store = open_store(f"sqlite:///{tmp_path / 'hw.db'}")
+    rev = store.get_revision("evil/amp", sha)
+    snap = store.snapshot("evil/amp", sha)
+    store.close()
+    assert rev is not None and snap is not None
+    read = sum(len(v) for v in snap.contents.values())
+    assert read <= 1_000_000 and 0 < len([p for p in snap.contents if p.endswith(".py")]) < 30
+    assert any("read budget of 1000000 bytes is spent" in c.summary for c in rev.changes)

@@ -96,6 +96,7 @@ def pipeline_options(settings: Settings) -> PipelineOptions:
             max_file_bytes=lim.max_file_bytes, max_tokenizer_bytes=lim.max_tokenizer_bytes,
             max_header_bytes=lim.max_header_bytes, max_files=lim.max_files,
             max_gguf_header_bytes=lim.max_gguf_header_bytes, max_pickle_bytes=lim.max_pickle_bytes,
+            max_revision_bytes=lim.max_revision_bytes,
         ),
         max_json_depth=lim.max_json_depth,
         plan=PlanStep(assumptions=cost_assumptions(settings)),
