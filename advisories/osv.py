@@ -32,11 +32,9 @@ from urllib.parse import quote, urlsplit
 
 from advisories.ids import advisory_id
 from advisories.osv_text import (
-    KIND_LABEL,
     TEXT_MAX,
     esc,
     fit,
-    join,
     jsonable,
     one_line,
     parse_timestamp,
@@ -300,19 +298,28 @@ DANGEROUS_PICKLE = "weights.pickle.dangerous_imports"
 
 
 def _summary(repo_id: str, sha: str, flagged: Sequence[Change]) -> str:
-    kinds: list[ChangeKind] = []
+    """``org/name abc1234: <what changed, specifically>``: the most severe changes' own words
+    ("eos_token_id 128001 -> 128009; chat template 'default' changed: ..."), as many as fit."""
+    head = f"{one_line(repo_id)} {sha[:7]}: "
+    parts: list[str] = []
     for change in flagged:
-        if change.kind not in kinds:
-            kinds.append(change.kind)
-    parts = []
-    if ChangeKind.HISTORY in kinds:
-        kinds.remove(ChangeKind.HISTORY)
-        parts.append("history rewritten")
-    if kinds:
-        parts.append(join([KIND_LABEL[k] for k in kinds]) + " changed")
-    if any(DANGEROUS_PICKLE in c.topics for c in flagged):  # issue 13: said first, not buried
-        parts.insert(0, "pickle with dangerous imports")
-    return fit(f"{one_line(repo_id)} {sha[:7]}: {'; '.join(parts)}", SUMMARY_MAX)
+        text = "history rewritten" if change.kind is ChangeKind.HISTORY else one_line(change.summary)
+        if text and text not in parts:
+            parts.append(text)
+    shown: list[str] = []
+    for i, text in enumerate(parts):
+        rest = len(parts) - i - 1
+        tail = f"; and {rest} more" if rest else ""
+        candidate = "; ".join([*shown, text])
+        if len(head) + len(candidate) + len(tail) <= SUMMARY_MAX:
+            shown.append(text)
+            continue
+        if not shown:  # the first is too long alone: cut it
+            room = SUMMARY_MAX - len(head) - len(tail)
+            shown.append(fit(text, max(20, room)))
+        break
+    left = len(parts) - len(shown)
+    return fit(head + "; ".join(shown) + (f"; and {left} more" if left else ""), SUMMARY_MAX)
 
 
 def _change_entry(change: Change) -> dict[str, Any]:

@@ -155,6 +155,9 @@ RULES: tuple[Rule, ...] = (
     # topics the pipeline adds beside the diff's (tracker.pipeline): notes, never advisories
     Rule("read.error", None, "Pipeline: a file the snapshot could not read; what it affects is reported on its own."),
     Rule("plan.delta", None, "Pipeline: the memory / parameter plan moved; the config change behind it carries the severity."),
+    Rule("restore.earlier", None,
+         "Pipeline: the change puts back what an earlier advisory's revision changed (same parsed content); "
+         "that advisory gets a fixed event instead of a new one being published."),
 )
 # fmt: on
 

@@ -71,10 +71,14 @@ def test_each_change_kind_gives_a_valid_record(name: str) -> None:
 
 def test_the_example_summaries_read_well() -> None:
     summaries = {name: ex.record()["summary"].split(": ", 1)[1] for name, ex in EXAMPLES.items()}  # type: ignore[index]
-    assert summaries["config_auto_map"] == "config and generation config changed"
-    assert summaries["chat_template"] == "chat template changed"
-    assert summaries["weights"] == "weights and config changed"
+    # the changes' own words, most severe first, as many as fit (issue 11: name the specific change)
+    assert summaries["config_auto_map"].startswith("13 fields changed: architectures, auto_map.AutoConfig")
+    assert summaries["config_auto_map"].endswith("; and 1 more")
+    assert summaries["chat_template"] == "default chat template changed: the prompt now starts with bos_token"
+    assert summaries["weights"] == ("pickle weight file replaced (same name, new content); "
+                                    "1 fields changed: transformers_version")
     assert summaries["history"] == "history rewritten"
+    assert all(len(ex.record()["summary"]) <= SUMMARY_MAX for ex in EXAMPLES.values())  # type: ignore[index]
 
 
 def test_no_record_for_the_root_or_for_changes_without_severity() -> None:

@@ -22,8 +22,8 @@ def change(*topics: str, kind: ChangeKind = ChangeKind.OTHER) -> Change:
     return Change(kind=kind, path="x", summary="x", topics=topics)
 
 
-#: Topics tracker.pipeline adds beside the diff's (read errors, plan delta, an analysis cut short).
-PIPELINE_TOPICS = frozenset({"read.error", "plan.delta", "analysis.cut"})
+#: Topics tracker.pipeline adds beside the diff's (read errors, plan delta, an analysis cut short, restores).
+PIPELINE_TOPICS = frozenset({"read.error", "plan.delta", "analysis.cut", "restore.earlier"})
 KNOWN_TOPICS = ALL_TOPICS | PIPELINE_TOPICS
 
 

@@ -1,8 +1,8 @@
 """Audit tests: one tracked repo with a HIGH advisory and a revert, shared per module.
 
 ``tracked`` holds the repo's git path, its four shas (initial, template change = HIGH
-advisory, README only, revert = an advisory of its own), the advisory ids and a CLI bound
-to the store. The history is tracked once per module (it is the slow part).
+advisory, README only, revert plus a new vocabulary file = an advisory of its own: a pure
+revert publishes none), the advisory ids and a CLI bound to the store. The history is tracked once per module (it is the slow part).
 """
 
 from __future__ import annotations
@@ -18,7 +18,19 @@ import pytest  # noqa: E402
 
 from tests.e2e.cli_helpers import Cli  # noqa: E402
 from tests.e2e.gitrepo import ModelRepo  # noqa: E402
-from tests.e2e.test_advisory_lifecycle import _repo  # noqa: E402
+from tests.e2e.test_advisory_lifecycle import TEMPLATE_A, TEMPLATE_B  # noqa: E402
+
+
+def _repo(base: Path) -> tuple[ModelRepo, list[str]]:
+    repo = ModelRepo(base / "up")
+    tok = {"bos_token": "<s>", "eos_token": "</s>", "chat_template": TEMPLATE_A}
+    shas = [
+        repo.commit("initial", {"tokenizer_config.json": tok, "README.md": "a"}),
+        repo.commit("template with bos", {"tokenizer_config.json": {**tok, "chat_template": TEMPLATE_B}}),
+        repo.commit("readme", {"README.md": "b"}),
+        repo.commit("revert template, add a vocabulary", {"tokenizer_config.json": tok, "tokenizer.model": b"vocab"}),
+    ]
+    return repo, shas
 
 
 @dataclass

@@ -3,9 +3,12 @@ and a screenshot is taken. The data is a real corpus history tracked through the
 
 from __future__ import annotations
 
+import html
+import json
 import os
 import shutil
 import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
@@ -74,18 +77,27 @@ def test_pages_render_and_links_work(site) -> None:  # type: ignore[no-untyped-d
     base, history, work = site
     template_rev = next(e for e in history if any(c["kind"] == "chat_template" for c in e["changes"])
                         and e["advisory_id"])
-    paths = ["/", f"/repos/{REPO}", f"/repos/{REPO}/{template_rev['sha']}", f"/advisories/{template_rev['advisory_id']}"]
+    paths = ["/", f"/repos/{REPO}", f"/repos/{REPO}/{template_rev['sha']}", f"/advisories/{template_rev['advisory_id']}",
+             f"/repos/{REPO}/plan", f"/repos/{REPO}/{template_rev['sha']}/plan",
+             f"/repos/{REPO}/compare/{history[-1]['sha']}...{history[0]['sha']}", "/plan", "/docs"]
     checked: set[str] = set()
     with httpx.Client(timeout=30) as http:
         for path in paths:
             dom = _load(base, path, work / "profile")
             text = " ".join(dom.text)
+            for internal in ("rendered_changed", "old_error", "is_empty", "truncated", "fields_total"):
+                assert internal not in text, f"{path} shows {internal}"
             if path == f"/repos/{REPO}":
                 assert all(e["sha"][:12] in text for e in history)  # every revision, with its severity
                 assert "sev-HIGH" in dom.classes
-            if "advisories" not in path and template_rev["sha"] in path:
+            if path == f"/repos/{REPO}/{template_rev['sha']}":
                 assert "add" in dom.classes and "del" in dom.classes  # the diffs are drawn
                 assert "<bos><start_of_turn>user" in text  # the rendered chat-template diff
+                assert "Why this severity:" in " ".join(dom.text) or "why" in dom.classes
+            if path.startswith("/advisories/"):
+                assert "**" not in text and "Affected" in text and "Introduced" in text
+            if path.endswith("/plan") and path != "/plan":
+                assert "Largest batch per card" in text and "T4 16 GB" in text and "A100 / H100 80 GB" in text
             for href in dom.hrefs:
                 target = urljoin(base + path, href)
                 if urlsplit(target).netloc != urlsplit(base).netloc or target in checked:
@@ -95,13 +107,31 @@ def test_pages_render_and_links_work(site) -> None:  # type: ignore[no-untyped-d
     assert len(checked) > 10
 
 
-def test_screenshot(site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    base, history, work = site
-    out = Path(os.environ.get("HUBWATCH_SCREENSHOT_DIR", tmp_path)) / "revision.png"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    rev = next(e for e in history if e["advisory_id"])
-    chromium(work / "profile", "--window-size=1280,1600", f"--screenshot={out}", f"{base}/repos/{REPO}/{rev['sha']}")
-    data = out.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
-    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
-    assert (width, height) == (1280, 1600)
+def test_the_paste_a_config_form_in_the_browser(site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A page on loopback posts the form, as a person pressing the button does."""
+    base, _history, work = site
+    config = json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,
+                         "intermediate_size": 128, "num_attention_heads": 4, "num_hidden_layers": 2,
+                         "vocab_size": 1000, "max_position_embeddings": 256})
+    page = tmp_path / "post.html"
+    page.write_text(f'<form method="post" action="{base}/plan"><textarea name="config">{html.escape(config)}</textarea>'
+                    "</form><script>document.forms[0].submit()</script>", encoding="utf-8")
+    dom = Dom()
+    dom.feed(chromium(work / "profile", "--virtual-time-budget=10000", "--dump-dom", page.as_uri()).stdout)
+    text = " ".join(dom.text)
+    assert "GPU memory to fine-tune" in text and "T4 16 GB" in text
+
+
+def test_screenshots_script(tmp_path: Path) -> None:
+    """docs/screenshots/take.py, as anyone reruns it: one PNG per page."""
+    out = Path(os.environ.get("HUBWATCH_SCREENSHOT_DIR", tmp_path))
+    script = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "take.py"
+    done = subprocess.run([sys.executable, str(script), str(out)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    shots = sorted(out.glob("*.png"))
+    assert {p.stem for p in shots} >= {"index", "repo", "revision", "revision-weights", "advisory", "compare",
+                                        "model", "plan-form", "docs"}
+    for p in shots:
+        data = p.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+        assert int.from_bytes(data[16:20], "big") == 1280

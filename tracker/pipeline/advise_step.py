@@ -17,7 +17,7 @@ from advisories.osv_client import OsvClient
 from storage.records import RepoRecord
 from storage.store import Store
 from tracker.model import Artifacts, CommitInfo, RevisionDiff
-from tracker.pipeline.lifecycle import fixed_updates, touched_paths
+from tracker.pipeline.lifecycle import demote_restores, fixed_updates, touched_paths
 
 log = logging.getLogger("hubwatch.advise")
 
@@ -60,17 +60,19 @@ class AdviseStep:
         self, store: Store, repo: RepoRecord, repo_url: str, commit: CommitInfo, base_sha: str | None,
         diff: RevisionDiff, plan_delta: dict[str, Any] | None, head: Artifacts, *, lost: tuple[str, ...],
         now: datetime, base: Artifacts | None = None,
-    ) -> tuple[dict[str, Any] | None, tuple[Update, ...]]:
+    ) -> tuple[dict[str, Any] | None, tuple[Update, ...], RevisionDiff]:
+        """(the revision's advisory, edits of earlier ones, the diff with restores demoted)."""
         updates: list[Update] = []
         if lost:
             updates.extend(self._rewrite_updates(store, repo, lost, commit.sha, now))
-        if base_sha is not None:
-            touched = touched_paths(base.files if base else (), head.files)
-            updates.extend(fixed_updates(store, repo.id, head, commit.sha, now, touched))
         if base_sha is None:
-            return None, tuple(updates)
+            return None, tuple(updates), diff
+        touched = touched_paths(base.files if base else (), head.files)
+        fixed, restored = fixed_updates(store, repo.id, head, commit.sha, now, touched)
+        updates.extend(fixed)
+        diff = demote_restores(diff, restored)  # a restore fixes the old advisory, publishes none
         if diff.severity is None:
-            return None, tuple(updates)
+            return None, tuple(updates), diff
         related: list[str] = []
         if self.osv is not None:
             related = self.osv.related_ids(head.config, head.generation_config)
@@ -80,7 +82,7 @@ class AdviseStep:
             branch=repo.branch, commit=commit, parent=base_sha, diff=diff, plan_delta=plan_delta,
             related=related, now=now, repository_url=hub,
         )
-        return record, tuple(updates)
+        return record, tuple(updates), diff
 
     def _rewrite_updates(
         self, store: Store, repo: RepoRecord, lost: tuple[str, ...], new_head: str, now: datetime

@@ -195,7 +195,7 @@ def _process_commit(
     if plan_change is not None:
         changes.append(plan_change)
     diff = apply_rules(RevisionDiff(base=diff.base, head=diff.head, changes=tuple(changes)))
-    advisory, updates = opts.advise.run(
+    advisory, updates, diff = opts.advise.run(
         store, repo, source.web_url, commit, base_sha, diff, delta_json, head, lost=unreachable, now=opts.clock(),
         base=base,
     )

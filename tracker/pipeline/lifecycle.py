@@ -7,17 +7,38 @@ files are as they were at the parent, where they were not restored), so the stor
 index is asked for those alone, with their parents' content; the commits a range holds come
 from the commit index. No tree parse, no graph walk, no scan of every open advisory per
 revision (issue 17).
+
+"Restores" is semantic (issue 11): the files are back byte for byte, or a diff of the
+advisory's parent against this revision finds no change with a severity on them (same parsed
+JSON, same template text, same tensors; re-serialised or bookkeeping-only differences left).
+The restoring changes themselves are then notes, not a new advisory: :func:`demote_restores`
+says in their summary what they restore.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from advisories.osv import VERSIONS_MAX, add_fixed, content_ids, is_open, restores
+from advisories.rules import apply_rules
 from storage.store import Store
-from tracker.model import Artifacts, FileEntry
+from tracker.diff import diff_artifacts
+from tracker.model import Artifacts, Change, FileEntry, RevisionDiff
+from tracker.pipeline.stored import stored_artifacts
+
+RESTORE_TOPIC = "restore.earlier"
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    """Paths this revision put back as they were before advisory ``advisory_id``'s revision."""
+
+    advisory_id: str
+    parent: str
+    paths: tuple[str, ...]
 
 
 def touched_paths(base: Iterable[FileEntry], head: Iterable[FileEntry]) -> set[str]:
@@ -29,16 +50,65 @@ def touched_paths(base: Iterable[FileEntry], head: Iterable[FileEntry]) -> set[s
 
 def fixed_updates(
     store: Store, repo_id: str, head: Artifacts, head_sha: str, now: datetime, touched: Iterable[str]
-) -> list[tuple[dict[str, Any], str]]:
-    """Edits for every open advisory whose changed files are back to their earlier content."""
+) -> tuple[list[tuple[dict[str, Any], str]], list[Restored]]:
+    """Edits for every open advisory whose changed files are back to their earlier content
+    (byte for byte or semantically), and what each restore covers (for :func:`demote_restores`)."""
     out: list[tuple[dict[str, Any], str]] = []
+    restored: list[Restored] = []
+    parents: dict[str, Artifacts | None] = {}
     for adv_id, before in sorted(store.restore_candidates(repo_id, touched).items()):
-        if not restores(before, before, content_ids(head.files, before)):
-            continue
         adv = store.get_advisory(adv_id)
         if adv is None or adv.sha == head_sha or not is_open(adv.record):
+            continue
+        parent = str((adv.record.get("database_specific") or {}).get("parent") or "")
+        same = restores(before, before, content_ids(head.files, before))
+        if not same and parent:
+            if parent not in parents:
+                parents[parent] = stored_artifacts(store, repo_id, parent)
+            same = _semantically_equal(parents[parent], head, parent, head_sha, list(before))
+        if not same:
             continue
         # head is not stored yet: what the range holds now is what it holds once head fixes it
         held = store.commits_held(adv_id, limit=VERSIONS_MAX + 1)
         out.append((add_fixed(adv.record, head_sha, now, affected=held), f"restored by {head_sha}"))
-    return out
+        restored.append(Restored(adv_id, parent, tuple(sorted(before))))
+    return out, restored
+
+
+def _semantically_equal(before: Artifacts | None, head: Artifacts, before_sha: str, head_sha: str,
+                        paths: Sequence[str]) -> bool:
+    """No change with a severity on ``paths`` between the two revisions' parsed artifacts."""
+    if before is None:
+        return False
+    wanted = set(paths)
+    diff = apply_rules(diff_artifacts(before, head, base_sha=before_sha, head_sha=head_sha))
+    return not any(c.severity is not None and _paths_of(c) & wanted for c in diff.changes)
+
+
+def _paths_of(change: Change) -> set[str]:
+    paths = {change.path.split("#", 1)[0]}
+    sources = change.detail.get("sources") if isinstance(change.detail, Mapping) else None
+    if isinstance(sources, Mapping):
+        paths.update(p for p in sources.values() if isinstance(p, str))
+    return paths
+
+
+def demote_restores(diff: RevisionDiff, restored: Sequence[Restored]) -> RevisionDiff:
+    """The revision's changes that only restore earlier content become notes that say so.
+
+    They keep their detail; their severity goes (the earlier advisory is fixed instead), so a
+    revert publishes no advisory of its own.
+    """
+    by_path: dict[str, Restored] = {}
+    for r in restored:
+        for p in r.paths:
+            by_path.setdefault(p, r)
+    changes = []
+    for c in diff.changes:
+        hit = next((by_path[p] for p in sorted(_paths_of(c)) if p in by_path), None)
+        if c.severity is None or hit is None:
+            changes.append(c)
+            continue
+        summary = f"restores {c.path} as it was at {hit.parent[:12]} (fixes {hit.advisory_id}): {c.summary}"
+        changes.append(replace(c, summary=summary[:500], topics=(RESTORE_TOPIC,), severity=None))
+    return replace(diff, changes=tuple(changes))
