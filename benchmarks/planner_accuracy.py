@@ -97,6 +97,7 @@ def estimate(row: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
             "lora_activations": sm.activations, "weights": sm.serve_weights,
             "kv_cache": sm.kv_cache}
     peaks = {int(k): v for k, v in row["peaks"]["full"].items()}
+    row = _mask_unmeasured(row)
     t4_traced, t4_seed = traced_plan.card("t4"), seed_plan.card("t4")
     return {**row, "estimate": est, "seed": seed,
             "t4": {"traced_method": t4_traced.full_finetune if t4_traced else 0,
@@ -104,12 +105,26 @@ def estimate(row: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
                    "traced_step": _largest_batch(peaks, 16e9 / 1.15)}}
 
 
-def _largest_batch(peaks: dict[int, int], usable: float) -> int:
-    """The traced step's largest batch: its peaks at 2 and 4 extended linearly."""
+def _mask_unmeasured(row: dict[str, Any]) -> dict[str, Any]:
+    """A per-sample slope only where batch 2 is already past the optimizer step's peak (the
+    step's peak does not grow with the batch, so while it is the peak no slope shows)."""
+    traced = dict(row["traced"])
+    for mode, key in (("full", "activations"), ("lora", "lora_activations")):
+        p = {int(k): v for k, v in row["peaks"][mode].items()}
+        if p[2] <= p[1] * 1.001:
+            traced[key] = 0
+    return {**row, "traced": traced}
+
+
+def _largest_batch(peaks: dict[int, int], usable: float) -> int | str:
+    """The traced step's largest batch: its peaks at 2 and 4 extended linearly ("-" where the
+    optimizer step is the peak up to batch 4, so that no per-sample slope shows)."""
     per = (peaks[4] - peaks[2]) / 2
     fixed = peaks[2] - 2 * per
-    if peaks[1] > usable or per <= 0:
+    if peaks[1] > usable:
         return 0
+    if per <= 0:
+        return "-"
     return int((usable - fixed) // per)
 
 
@@ -129,7 +144,9 @@ def render(rows: list[dict[str, Any]]) -> str:
              "method's in brackets. Traced with torch 2.13 CPU, MemTracker under "
              "FakeTensorMode (the shrunk MoE models on real tensors), bf16 autocast, AdamW "
              "foreach, dropout on; LoRA r=16 through peft on all linears but the head, base in "
-             "bf16; serving a bf16 prefill. Per-sample = (peak at batch 4 - peak at batch 2) / 2. "
+             "bf16; serving a bf16 prefill. Per-sample = (peak at batch 4 - peak at batch 2) / 2 "
+             "(\"-\" where the optimizer step is still the peak at batch 2, as for ViT's 197 "
+             "tokens and Mistral-7B's 145 GB step, so that no per-sample slope shows). "
              "T4 batch: the planner's largest full fine-tune batch on a T4 and the traced step's.",
              "", "| model | tokens | attention | " + " | ".join(LABELS[c] for c in COMPONENTS)
              + " | T4 full FT batch (traced method / seed / traced step) |",
@@ -150,7 +167,7 @@ def render(rows: list[dict[str, Any]]) -> str:
     lines += ["", f"Models: {summary['models']}. Range of estimate / traced, default method: "
               + "; ".join(f"{LABELS[c]} {_fmt(lo)}-{_fmt(hi)}"
                           for c, (lo, hi) in summary["range"].items()) + ".",
-              "Within ±10 %: " + "; ".join(f"{LABELS[c]} {n}/{summary['models']}"
+              "Within ±10 %: " + "; ".join(f"{LABELS[c]} {n}/{summary['measured'][c]}"
                                            for c, n in summary["within"].items()) + ".",
               "", END]
     return "\n".join(lines) + "\n"
@@ -160,12 +177,14 @@ def summarize(rows: list[dict[str, Any]], method: str = "estimate") -> dict[str,
     ok = [r for r in rows if "error" not in r]
     rng: dict[str, tuple[float, float]] = {}
     within: dict[str, int] = {}
+    measured: dict[str, int] = {}
     for c in COMPONENTS:
         ratios = [x for r in ok if (x := _ratio(r[method][c], r["traced"][c])) is not None]
         if ratios:
             rng[c] = (min(ratios), max(ratios))
         within[c] = sum(1 for x in ratios if abs(x - 1) <= 0.10)
-    return {"models": len(ok), "range": rng, "within": within}
+        measured[c] = len(ratios)  # encoders have no KV cache, ViT no per-sample slope
+    return {"models": len(ok), "range": rng, "within": within, "measured": measured}
 
 
 def write_figures(traced: dict[str, Any], seed: dict[str, Any]) -> None:

@@ -18,9 +18,15 @@ from tracker.planner.layers import LayerSpec
 
 #: Families whose attention is eager in transformers (no SDPA path), and the bytes each
 #: score element keeps (scores, softmax output in fp32, dropout mask and output).
-EAGER_SCORE_BYTES = {"t5": 12.8, "mt5": 12.8, "bloom": 6.0, "gemma2": 22.5, "deberta-v2": 12.8}
+EAGER_SCORE_BYTES = {"t5": 12.8, "mt5": 12.8, "bloom": 6.0, "gemma2": 0.9, "deberta-v2": 12.8}
+#: Per-token bytes (x hidden) a layer keeps beyond the terms below, measured: Gemma 2's
+#: soft-capped eager attention keeps ~38 x hidden per token at 512 and 2048 tokens alike.
+_EXTRA_H = {"gemma2": 38.2}
 #: SDPA with attention dropout on: the math kernel, measured per score element.
 MATH_SCORE_BYTES = 12.8
+#: What an MoE layer's routing keeps besides the router's logits (one-hot expert masks, token
+#: indices, the scatter's buffers), per token x hidden, measured on a shrunk Qwen3-MoE.
+MOE_ROUTING_H = 16.7
 #: (attention dropout key, its default), (hidden dropout key, its default) per family.
 _DROPOUT: dict[str, tuple[tuple[str, float], tuple[str, float]]] = {
     "bert": (("attention_probs_dropout_prob", 0.1), ("hidden_dropout_prob", 0.1)),
@@ -51,7 +57,9 @@ _LAYERNORM_PRE = frozenset(["gpt2", "gpt_bigcode", "opt", "bloom", "gpt_neox", "
 #: Norms applied to a layer's bf16 outputs (Gemma 2/3's post-norms): an fp32 copy and the
 #: normalized value, 8 bytes per element.
 _POST_NORMS = {"gemma2": 2, "gemma3_text": 2}
-_QK_NORM = frozenset(["qwen3", "qwen3_moe", "gemma3_text", "olmo2"])
+#: Bytes per element of q and k that a QK norm keeps: Gemma 3's norm on the bf16 heads keeps
+#: an fp32 copy, the normalized value and the cast back; Qwen 3's keeps less.
+_QK_NORM = {"qwen3": 2.0, "qwen3_moe": 2.0, "gemma3_text": 6.0, "olmo2": 2.0}
 #: MLP activations whose Python composite keeps several intermediates (bytes per element of
 #: the inner size, the fc1 output included).
 _ACT_BYTES = {"gelu_new": 10.3, "gelu_fast": 10.3, "gelu_pytorch_tanh": 4.0, "gelu": 4.0,
@@ -107,8 +115,7 @@ def layer_bytes_per_token(cfg: ModelConfig, spec: LayerSpec, s: int, lora: bool)
         total += 2.0 * q  # the output is copied back from the kernel's layout
     else:
         total += 4.0 * (q + k)  # rotate_half and the rotated q and k
-    if fam in _QK_NORM:
-        total += 2.0 * (q + k)
+    total += _QK_NORM.get(fam, 0.0) * (q + k) + _EXTRA_H.get(fam, 0.0) * h
     if spec.cross:  # a decoder layer: cross attention over the encoder's output
         total += 4.0 * h + 2.0 * h + 2.0 * (q + k + v) + 4.0 * q
     heads = max(1, q // max(1, _head_dim(cfg, spec)))
@@ -119,6 +126,8 @@ def layer_bytes_per_token(cfg: ModelConfig, spec: LayerSpec, s: int, lora: bool)
     total += _mlp(cfg, spec, h, f, drop)
     if lora:
         total -= (11.0 if rms else 4.0) * h  # bf16 residual; frozen linears keep no input
+        if spec.mlp == "moe":  # experts are fused tensors peft leaves frozen: no gathered copy
+            total -= 8.0 * h * spec.top_k
     return total
 
 
@@ -128,7 +137,8 @@ def _mlp(cfg: ModelConfig, spec: LayerSpec, h: int, f: int, drop: Dropouts) -> f
         e, k = spec.experts, spec.top_k
         routed = k * (act * f + 8.0 * h)  # gathered tokens (fp32 and bf16), weighted output
         shared = act * spec.shared_ffn + (2.0 * h if spec.shared_ffn else 0.0)
-        return 8.0 * e + 2.0 * h + routed + shared  # router logits and softmax in fp32
+        # router logits and softmax in fp32; the routing's masks and index buffers, measured
+        return 8.0 * e + (2.0 + MOE_ROUTING_H) * h + routed + shared
     casts = 2.0 if spec.mlp == "gated" else 1.0
     total = 2.0 * h * casts + act * f
     fam = cfg.family or ""
