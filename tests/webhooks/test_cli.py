@@ -28,6 +28,26 @@ def test_subscribe_list_unsubscribe(tmp_path: Path) -> None:
     assert len(cli.ok("subscriptions", "--json").json()) == 1
 
 
+def test_enable_disable_rotate_and_a_queue_unsubscribe_keeps(tmp_path: Path) -> None:
+    from storage import open_store
+    from tests.api.data import seed_history
+
+    url = f"sqlite:///{tmp_path / 'hw.db'}"
+    cli = Cli(tmp_path, url, ALLOW)
+    sub = cli.ok("subscribe", "http://127.0.0.1:9/hook", "--json").json()
+    assert cli.ok("subscriptions", "disable", sub["id"], "--json").json()["status"] == "disabled"
+    store = open_store(url)
+    seed_history(store, n=2)  # queued although disabled: disabling pauses, it does not drop
+    store.close()
+    assert "1 deliveries queued" in cli.ok("subscriptions", "enable", sub["id"]).out
+    rotated = cli.ok("subscriptions", "rotate-secret", sub["id"], "--json").json()
+    assert rotated["secret"] != sub["secret"] and rotated["previous_secret_expires_at"]
+    refused = cli("unsubscribe", sub["id"])
+    assert refused.code == 1 and "still queued" in refused.err and "--discard-pending" in refused.err
+    assert cli.ok("unsubscribe", sub["id"], "--discard-pending", "--json").json()["discarded"] == 1
+    assert cli("subscriptions", "enable").code == 2  # an action needs an ID
+
+
 def test_cli_refuses_what_the_api_refuses(tmp_path: Path) -> None:
     cli = Cli(tmp_path, f"sqlite:///{tmp_path / 'hw.db'}")  # private destinations not allowed
     r = cli("subscribe", "http://127.0.0.1:9/hook")
