@@ -180,7 +180,6 @@ def run(repos: int, db: str, concurrency: int, budget: int, cycles: int = 1,
 
 def table(rows: list[dict[str, Any]], db: str, concurrency: int, budget: int) -> str:
     db = "SQLite" if db == "sqlite" else "PostgreSQL"
-    n = len(rows[-1].get("cycles", [None]))
     lines = [
         f"A cycle over {rows[0]['repos']:,} unchanged repos ({db}, concurrency {concurrency}, "
         f"requests_per_5min {budget}; {platform.python_implementation()} {platform.python_version()}, "
@@ -203,9 +202,9 @@ def table(rows: list[dict[str, Any]], db: str, concurrency: int, budget: int) ->
         ok = "met" if wall <= 1.5 and cpu <= 1.5 else "NOT met"
         lines += ["", f"Goal: the polled cycle within 1.5x of the plain `model_info` loop (last cycles, both "
                       f"warm): wall {wall:.2f}x, CPU {cpu:.2f}x ({ok})."]
-    if polled and n > 1:
+    if polled and len(polled["cycles"]) > 1:
         cyc = polled["cycles"]
-        lines += ["", f"{n} polled cycles in one daemon: wall " + ", ".join(f"{c['wall_s']:.1f}" for c in cyc)
+        lines += ["", f"{len(cyc)} polled cycles in one daemon: wall " + ", ".join(f"{c['wall_s']:.1f}" for c in cyc)
                   + " s; CPU " + ", ".join(f"{c['cpu_s']:.1f}" for c in cyc) + " s; peak RSS "
                   + ", ".join(f"{c['rss_mb']:.0f}" for c in cyc) + " MB; current RSS "
                   + ", ".join(f"{c['rss_now_mb']:.0f}" for c in cyc) + " MB."]
