@@ -101,6 +101,9 @@ def lora_phases(cfg: ModelConfig, t: Tally, specs: tuple[LayerSpec, ...], s: int
     acts = _layers(cfg, specs, s, lora=True) + _outside(cfg, s, logits)
     v = cfg.vocab_size * s if logits else 0
     adapters = t.lora
+    # fused MoE experts are frozen 3-D tensors: each routed expert's weight is copied (bf16)
+    # for its matmul and kept for the backward, measured on a shrunk Qwen3-MoE
+    base_bytes += 2 * t.groups.get("experts", 0)
     return (
         Phase("loss", base_bytes + 16 * adapters,
               round(acts + v * (LOSS_BYTES_PER_LOGIT + _softcap(cfg, "loss")))),
