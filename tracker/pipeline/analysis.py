@@ -190,7 +190,10 @@ def _serve(conn: Connection, memory_bytes: int) -> None:
     """The worker's loop: analyse each job sent, answer ("ok", Analysis) or ("memory", None)."""
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # not the daemon's "stop gracefully"
         signal.signal(sig, signal.SIG_DFL)
-    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    # the budget is on top of what the forked process already maps (a parent with threads and
+    # numpy maps gigabytes it never touches); an absolute cap below that made stack growth fault
+    limit = _mapped_bytes() + memory_bytes
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     parent = os.getppid()
     while True:
         try:
@@ -204,3 +207,12 @@ def _serve(conn: Connection, memory_bytes: int) -> None:
             conn.send(("ok", analyse(job)))
         except MemoryError:
             conn.send(("memory", None))
+
+
+def _mapped_bytes() -> int:
+    """This process's virtual size (``/proc/self/statm``), 0 where that is not readable."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        return 0
