@@ -27,6 +27,11 @@ MATH_SCORE_BYTES = 12.8
 #: What an MoE layer's routing keeps besides the router's logits (one-hot expert masks, token
 #: indices, the scatter's buffers), per token x hidden, measured on a shrunk Qwen3-MoE.
 MOE_ROUTING_H = 16.7
+#: What MLA's latent path keeps per token beyond q/k/v (kv_a and kv_b outputs, the latent's
+#: norm, the nope/rope concatenations, v padded to the qk width), per element of heads x qk
+#: width, measured on a shrunk DeepSeek-V2-Lite-shaped model (full fine-tune and LoRA).
+MLA_PER_Q = 18.8
+MLA_LORA_PER_Q = 14.8
 #: (attention dropout key, its default), (hidden dropout key, its default) per family.
 _DROPOUT: dict[str, tuple[tuple[str, float], tuple[str, float]]] = {
     "bert": (("attention_probs_dropout_prob", 0.1), ("hidden_dropout_prob", 0.1)),
@@ -116,6 +121,8 @@ def layer_bytes_per_token(cfg: ModelConfig, spec: LayerSpec, s: int, lora: bool)
     else:
         total += 4.0 * (q + k)  # rotate_half and the rotated q and k
     total += _QK_NORM.get(fam, 0.0) * (q + k) + _EXTRA_H.get(fam, 0.0) * h
+    if spec.attention == "mla":  # latent path: kv_a/kv_b outputs, its norm, q/k concatenations
+        total += (MLA_LORA_PER_Q if lora else MLA_PER_Q) * q
     if spec.cross:  # a decoder layer: cross attention over the encoder's output
         total += 4.0 * h + 2.0 * h + 2.0 * (q + k + v) + 4.0 * q
     heads = max(1, q // max(1, _head_dim(cfg, spec)))
