@@ -84,7 +84,8 @@ def test_pickle_imports_are_named_and_only_members_are_read(tmp_path: Path) -> N
     (entry,) = advisory["database_specific"]["changes"]
     assert "weights.pickle.dangerous_imports" in entry["topics"]
     assert "posix.system" in advisory["details"]
-    assert advisory["summary"].startswith("acme/pkl ") and "pickle with dangerous imports" in advisory["summary"]
+    # the summary names the change itself (issue 11), dangerous import included
+    assert advisory["summary"].startswith("acme/pkl ") and "DANGEROUS imports: posix.system" in advisory["summary"]
     regions = allowed_regions(benign) + allowed_regions(evil)
     assert len(ranges) >= 8 and inside(ranges, regions), ranges
     assert sum(hi - lo + 1 for lo, hi in ranges) < (len(benign) + len(evil)) // 20
