@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import unescape
 from pathlib import Path
 
 from fastapi.testclient import TestClient
@@ -64,6 +65,11 @@ def test_model_page_has_the_seed_sections_and_the_cli_numbers(tmp_path: Path) ->
         cells = re.findall(r'<td class="num">([^<]*)</td>', row.group(1))
         assert cells == [f"batch {fit[k]}" if fit[k] else "does not fit" for k in ("full_finetune", "lora", "serve")]
     assert "t4/" not in html and "a100-80" not in html  # card names as people write them
+    # the estimates-not-measurements line quotes the planner accuracy benchmark's own figure
+    summary = plan["accuracy"]["summary"]
+    assert "benchmarks/planner_accuracy.py" in summary
+    accuracy_line = re.search(r'<p id="accuracy">(.*?)</p>', html)
+    assert accuracy_line and summary in unescape(accuracy_line.group(1))
     assert 'href="/repos/acme/tiny/plan.md"' in html
     assert md.status_code == 200 and md.headers["content-type"] == "text/markdown; charset=utf-8"
     text = md.text
