@@ -192,6 +192,36 @@ def _read_security(
     return out
 
 
+def _read_once(
+    entry: FileEntry,
+    key: str,
+    error_key: str,
+    known: BlobLookup,
+    out: dict[str, bytes],
+    errors: dict[str, str],
+    read: Callable[[], bytes],
+    permanent: tuple[type[Exception], ...],
+    not_held: str,
+) -> None:
+    """Bytes stored under ``key`` once per content id; a permanent failure remembered under
+    ``error_key`` answers the same again without a request. Transient errors propagate."""
+    cached = known(key)
+    if cached is not None:
+        out[entry.path] = cached
+        return
+    failed = _memo(known, error_key)
+    if failed is not None:  # the same content failed before, permanently: no request, same answer
+        errors[entry.path] = failed.decode("utf-8", "replace")
+        return
+    try:
+        out[entry.path] = read()
+    except permanent as e:
+        errors[entry.path] = str(e)
+    except ObjectNotHeld:
+        # The same words whatever the source said, so git and HTTP histories agree.
+        errors[entry.path] = not_held
+
+
 def _read_small(
     source: HubSource,
     sha: str,
@@ -206,20 +236,9 @@ def _read_small(
     if entry.size > cap:
         errors[entry.path] = f"{entry.size} bytes, over the cap of {cap}"
         return
-    cached = known(content_key(entry))
-    if cached is not None:
-        out[entry.path] = cached
-        return
-    failed = _memo(known, content_error_key(entry))
-    if failed is not None:  # the same blob failed before, permanently: no request, same answer
-        errors[entry.path] = failed.decode("utf-8", "replace")
-        return
-    try:
-        out[entry.path] = policy.run(entry.path, lambda: _read_whole(source, sha, entry, cap))
-    except TooLarge as e:
-        errors[entry.path] = str(e)
-    except ObjectNotHeld:
-        errors[entry.path] = "listed in the tree but not held by the source"
+    _read_once(entry, content_key(entry), content_error_key(entry), known, out, errors,
+               lambda: policy.run(entry.path, lambda: _read_whole(source, sha, entry, cap)),
+               (TooLarge,), "listed in the tree but not held by the source")
 
 
 def _read_header(
@@ -232,22 +251,11 @@ def _read_header(
     errors: dict[str, str],
     policy: ReadPolicy,
 ) -> None:
-    cached = known(header_key(entry))
-    if cached is not None:
-        out[entry.path] = cached
-        return
-    failed = _memo(known, header_error_key(entry))
-    if failed is not None:  # the same weights failed before, permanently: no request, same answer
-        errors[entry.path] = failed.decode("utf-8", "replace")
-        return
-    try:
-        out[entry.path] = policy.run(
-            entry.path, lambda: read_safetensors_header(source, sha, entry, limits.max_header_bytes))
-    except (TooLarge, InvalidContent) as e:
-        errors[entry.path] = str(e)
-    except ObjectNotHeld:
-        # The same words whatever the source said, so git and HTTP histories agree.
-        errors[entry.path] = "safetensors header not readable: the source does not serve the weights object"
+    _read_once(entry, header_key(entry), header_error_key(entry), known, out, errors,
+               lambda: policy.run(
+                   entry.path, lambda: read_safetensors_header(source, sha, entry, limits.max_header_bytes)),
+               (TooLarge, InvalidContent),
+               "safetensors header not readable: the source does not serve the weights object")
 
 
 def _read_inside(
@@ -261,26 +269,16 @@ def _read_inside(
     policy: ReadPolicy,
 ) -> None:
     """A GGUF header or a pickle's imports, by Range, once per content id (issue 13)."""
-    cached = known(digest_key(entry))
-    if cached is not None:
-        out[entry.path] = cached
-        return
-    failed = _memo(known, digest_error_key(entry))
-    if failed is not None:
-        errors[entry.path] = failed.decode("utf-8", "replace")
-        return
     kind = reads_inside(entry.path)
-    try:
+
+    def read() -> bytes:
         if kind == "gguf":
-            out[entry.path] = policy.run(
-                entry.path, lambda: read_gguf_digest(source, sha, entry, limits.max_gguf_header_bytes))
-        else:
-            out[entry.path] = policy.run(
-                entry.path, lambda: read_pickle_digest(source, sha, entry, limits.max_pickle_bytes))
-    except (TooLarge, InvalidContent) as e:
-        errors[entry.path] = str(e)
-    except ObjectNotHeld:
-        errors[entry.path] = f"{kind} weights not readable: the source does not serve the weights object"
+            return read_gguf_digest(source, sha, entry, limits.max_gguf_header_bytes)
+        return read_pickle_digest(source, sha, entry, limits.max_pickle_bytes)
+
+    _read_once(entry, digest_key(entry), digest_error_key(entry), known, out, errors,
+               lambda: policy.run(entry.path, read), (TooLarge, InvalidContent),
+               f"{kind} weights not readable: the source does not serve the weights object")
 
 
 def read_safetensors_header(source: HubSource, sha: str, entry: FileEntry, max_header_bytes: int) -> bytes:
