@@ -27,7 +27,7 @@ class LayerSpec:
     """One transformer layer: widths of Q, K, V, its cache per token, MLP and norms."""
 
     stack: str  # "encoder" | "decoder"
-    attention: str  # "mha" | "gqa" | "mqa" | "mla"
+    attention: str  # "mha" | "gqa" | "mqa" | "mla" | "recurrent" (linear attention, SSM)
     hidden: int
     q_dim: int
     k_dim: int
@@ -41,6 +41,8 @@ class LayerSpec:
     shared_ffn: int = 0
     norms: int = 2
     cross: bool = False
+    state_bytes: int = 0  # a recurrent layer's per-sequence state (tracker.planner.recurrent)
+    mixer: str = ""  # the recurrent mixer's name for the structure table ("Gated DeltaNet")
 
 
 def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
@@ -140,6 +142,8 @@ def _seq2seq(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
 
 def attention_label(spec: LayerSpec) -> str:
     """The structure table's name for a layer's attention."""
+    if spec.attention == "recurrent":
+        return f"{spec.mixer or 'Recurrent'} (fixed state)"
     name = {"mha": "Multi-Head Attention", "gqa": "Grouped-Query Attention",
             "mqa": "Multi-Query Attention", "mla": "Multi-head Latent Attention"}[spec.attention]
     return f"{name} (sliding {spec.window})" if spec.window else name

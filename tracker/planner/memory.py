@@ -86,11 +86,13 @@ def layer_activations(spec: LayerSpec, s: int) -> int:
 
 
 def kv_cache(specs: tuple[LayerSpec, ...], tokens: int, cross_tokens: int = 0) -> int:
-    """KV cache bytes of one served sequence (bf16); sliding windows hold at most the window."""
+    """KV cache bytes of one served sequence (bf16); sliding windows hold at most the window,
+    a recurrent layer (linear attention, SSM) its fixed state whatever the length."""
     total = 0
     for spec in specs:
         if spec.stack == "encoder" and cross_tokens:
             continue  # an encoder-decoder caches only in its decoder
+        total += spec.state_bytes
         held = min(tokens, spec.window) if spec.window else tokens
         total += spec.kv_per_token * held * BF16
         if spec.cross:
