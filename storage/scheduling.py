@@ -20,7 +20,7 @@ from sqlmodel import col, select
 
 from storage.sanitise import clean_text
 from storage.store import Store
-from storage.tables import RepoRow, RevisionRow
+from storage.tables import RepoRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,12 +179,3 @@ def finish_unchanged(store: Store, owner: str, done: Sequence[Unchanged], *, now
     with store.engine.begin() as conn:
         conn.execute(stmt, rows)
 
-
-def count_recorded_since(store: Store, repo_id: str, since: datetime) -> int:
-    """Revisions of ``repo_id`` written at or after ``since`` (a check that was run twice)."""
-    with store.session() as s:
-        return int(s.exec(
-            select(func.count()).select_from(RevisionRow).where(
-                RevisionRow.repo_id == repo_id, col(RevisionRow.recorded_at) >= since
-            )
-        ).one())

@@ -255,25 +255,3 @@ def test_leases_are_renewed_while_a_long_check_runs(
     assert db.get_repo("org/slow").revisions == 6  # type: ignore[union-attr]
     assert d.stats.snapshot()["polls"] == {"ok": 1}
     assert scheduling.leased_by(db, d.owner) == []
-
-
-def test_a_check_that_lost_a_write_race_runs_again_and_counts_all_it_wrote(
-    add_repo: Callable[..., RepoBuilder], daemon: Callable[..., Daemon], db: Store
-) -> None:
-    from sqlalchemy.exc import IntegrityError
-
-    b = add_repo("org/race", commits=3)
-    calls: list[int] = []
-
-    def racing(store: Store, source: Any, repo: Any, *args: Any, **kw: Any) -> Any:
-        result = check_repo(store, source, repo, *args, **kw)
-        calls.append(result.new_revisions)
-        if len(calls) == 1:  # as when another daemon's blob landed between our read and our write
-            raise IntegrityError("INSERT INTO blobs", {}, Exception("UNIQUE constraint failed: blobs.key"))
-        return result
-
-    (result,) = daemon(check=racing).run_once(datetime.now(UTC))
-    assert calls == [3, 0]  # the second run found everything recorded
-    assert result.status == "ok" and result.new_revisions == 3 and result.head == b.head()
-    repo = db.get_repo("org/race")
-    assert repo is not None and repo.revisions == 3 and repo.last_error is None

@@ -19,15 +19,16 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DBAPIError
 
 from storage import scheduling
 from storage.records import RepoRecord
 from storage.store import Store
+from storage.write_retry import describe
 from tracker.daemon.budget import CheckCancelled, RequestBudget, budget_fit
 from tracker.daemon.coverage import FirehoseCoverage
 from tracker.daemon.metered import MeteredSource
@@ -203,8 +204,7 @@ class Daemon:
         except CheckCancelled:
             self._unclaim(repo.id)  # still due: the next claim, ours or another daemon's, takes it
         except DBAPIError as e:  # the outcome could not be written: the lease runs out, it is checked again
-            log.error("could not record the check of %s: database %s: %s", repo.id, type(e.orig).__name__,
-                      str(e.orig).splitlines()[0][:200] if str(e.orig) else "no message")
+            log.error("could not record the check of %s: database %s", repo.id, describe(e))
             self._forget(repo.id)
             self.stats.add("errors", 1, "database")
             result = CheckResult(repo.id, "error", error=f"database: {type(e.orig).__name__}", error_kind="database")
@@ -220,7 +220,7 @@ class Daemon:
             return CheckResult(repo.id, "error", error=f"cannot open {repo.source}: {e}", error_kind="invalid")
         metered = MeteredSource(src, self, repo.id, metered=repo.source_kind == "hub")
         try:
-            return self._check_with_retries(repo, metered)
+            return self._check(repo, metered)
         except SourceError as e:
             return CheckResult(repo.id, "error", error=str(e), error_kind=e.kind,
                                retry_after=e.retry_after if isinstance(e, RateLimited) else None)
@@ -232,27 +232,18 @@ class Daemon:
         finally:
             src.close()
 
-    def _check_with_retries(self, repo: RepoRecord, source: MeteredSource, attempts: int = 3) -> CheckResult:
-        """check_repo, again when it lost a write race (a blob or revision another check wrote
-        first): it is idempotent per revision, so the second run picks up where the first stopped."""
-        started = self.options.clock()
-        for attempt in range(1, attempts + 1):
-            try:
-                result = self.check(self.store, source, repo, self.options,
-                                    progress=lambda _i, _n, _sha: self.raise_if_cancelled(repo.id))
-            except DBAPIError as e:
-                # only a lost write race (a unique key another check wrote first) or a lock is worth
-                # another run; anything else is what it is, logged as such, and recorded
-                race = isinstance(e, IntegrityError) or "locked" in str(e.orig).lower()
-                if attempt == attempts or not race:
-                    raise
-                log.info("database %s while checking %s (%s); checking again", type(e.orig).__name__, repo.id,
-                         str(e.orig).splitlines()[0][:200] if str(e.orig) else "no message")
-                continue
-            if attempt > 1 and result.status == "ok":  # what the first runs wrote counts too
-                result = replace(result, new_revisions=scheduling.count_recorded_since(self.store, repo.id, started))
-            return result
-        raise AssertionError("attempts must be positive")
+    def _check(self, repo: RepoRecord, source: MeteredSource) -> CheckResult:
+        """check_repo once. Its writes already try again with the analysis in hand when they lose
+        a race or find the database away (``storage.write_retry``); a database error that outlasts
+        that is this check's outcome, recorded as what it is, and the Hub is not asked again until
+        the repo's backoff has passed (issue 10)."""
+        try:
+            return self.check(self.store, source, repo, self.options,
+                              progress=lambda _i, _n, _sha: self.raise_if_cancelled(repo.id))
+        except DBAPIError as e:
+            what = describe(e)
+            log.error("database error while checking %s: %s", repo.id, what)
+            return CheckResult(repo.id, "error", error=f"database {what}", error_kind="database")
 
     def raise_if_cancelled(self, repo_id: str) -> None:
         """Called before every Hub request of a running check: stopping, a lost lease, or a 429

@@ -7,6 +7,7 @@ daemon racing on the same repo finds the unique (repo, sha) constraint in its wa
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -15,6 +16,7 @@ from datetime import UTC, datetime
 from advisories.rules import apply_rules
 from storage.records import NewRevision, RepoRecord
 from storage.store import Store
+from storage.write_retry import WriteRetry
 from tracker.diff import history_rewrite_change
 from tracker.extract import extract_artifacts
 from tracker.extract.paths import is_safetensors, reads_inside
@@ -66,6 +68,9 @@ class PipelineOptions:
     #: the repo for ever); until then the revision stays pending
     give_up_reads_after: int = 6
     analysis: AnalysisPool | None = None  # None: the process's shared pool, default budget
+    #: a revision's write that lost a race or found the database away is tried again with the
+    #: analysis in hand: the Hub is not asked twice (issue 10)
+    writes: WriteRetry = field(default_factory=WriteRetry)
 
 
 def check_repo(
@@ -156,7 +161,8 @@ def _record_commits(
             store, source, repo, commit, base_sha, cache, opts,
             rewrite=(previous_head, lost) if rewritten and is_last else None,
         )
-        if store.record_revision(new, now=opts.clock()):
+        if opts.writes.run(f"recording {repo.id}@{commit.sha[:12]}",
+                           functools.partial(store.record_revision, new, now=opts.clock())):
             recorded += 1
         known.add(commit.sha)
     if progress and commits:
@@ -216,9 +222,10 @@ def _record_reset(
     """The branch now points at an older stored commit: mark what vanished, move the head."""
     on_branch = {c.sha for c in commits}
     lost = tuple(sorted(sha for sha in store.reachable_shas(repo.id) if sha not in on_branch))
-    store.mark_unreachable(repo.id, lost, head=head)
+    opts.writes.run(f"recording the reset of {repo.id}", lambda: store.mark_unreachable(repo.id, lost, head=head))
     if lost:
-        opts.advise.history_rewritten(store, repo, lost, head, now=opts.clock())
+        opts.writes.run(f"withdrawing {repo.id}'s vanished advisories",
+                        lambda: opts.advise.history_rewritten(store, repo, lost, head, now=opts.clock()))
     return CheckResult(repo.id, "ok", new_revisions=0, head=head)
 
 

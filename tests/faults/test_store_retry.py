@@ -1,0 +1,134 @@
+"""A write that fails for a reason that passes is tried again with the analysis in hand (issue 10).
+
+The database drops the connection in the middle of a revision's transaction (PostgreSQL
+terminates the backend as the revision row is inserted): the check writes it again and the
+Hub is asked exactly what a clean check of the same repo asks, not a request more. A database
+error that does not pass is the check's outcome, recorded as what it is, and the check is not
+re-run against the Hub.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import event, text
+from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
+
+from storage import Store, open_store
+from storage.write_retry import WriteRetry, write_failure
+from tests.daemon.helpers import make_daemon, tiny_repo
+from tests.hubemu import HubEmulator
+from tracker.cli.context import pipeline_options
+from tracker.config import AdvisorySettings, Settings
+from tracker.hub.hf import HfSource
+from tracker.pipeline import check_repo
+
+
+@pytest.fixture
+def pg_store(pg_url: str) -> Iterator[Store]:
+    st = open_store(pg_url)
+    yield st
+    st.close()
+
+
+def _check(store: Store, hub: HubEmulator, repo_id: str, slept: list[float]) -> Any:
+    opts = pipeline_options(Settings(advisories=AdvisorySettings(osv_api="")))
+    opts.writes = WriteRetry(sleep=slept.append)
+    src = HfSource(repo_id, endpoint=hub.url, timeout=5.0)
+    try:
+        return check_repo(store, src, store.get_repo(repo_id), opts)  # type: ignore[arg-type]
+    finally:
+        src.close()
+
+
+def _terminate_on(store: Store, statement: str, times: int) -> list[int]:
+    """PostgreSQL ends this store's connection (as a restart or failover would) each time, up to
+    ``times``, that it is about to run ``statement``; returns the terminated backends."""
+    killed: list[int] = []
+
+    @event.listens_for(store.engine, "before_cursor_execute")
+    def terminate(conn: Any, cursor: Any, sql: str, *_args: Any) -> None:
+        if sql.lstrip().upper().startswith(statement) and len(killed) < times:
+            pid = cursor.connection.info.backend_pid
+            killed.append(pid)
+            with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as admin:
+                admin.execute(text("SELECT pg_terminate_backend(:p)"), {"p": pid})
+
+    return killed
+
+
+@pytest.mark.postgres
+def test_a_connection_lost_mid_store_is_written_again_without_asking_the_hub_twice(
+    pg_store: Store, tmp_path: Path,
+) -> None:
+    with HubEmulator() as hub:
+        hub.add_repo("org/cut", tiny_repo(tmp_path / "cut.git", commits=3).path)
+        clean_store = open_store(f"sqlite:///{tmp_path / 'clean.db'}")  # the same check where nothing fails
+        clean_store.add_repo("org/cut", source="org/cut", source_kind="hub")
+        assert _check(clean_store, hub, "org/cut", []).new_revisions == 3
+        clean = [(r.method, r.path) for r in hub.requests]
+        hub.reset_stats()
+
+        pg_store.add_repo("org/cut", source="org/cut", source_kind="hub")
+        killed = _terminate_on(pg_store, "INSERT INTO REVISIONS", times=2)
+        slept: list[float] = []
+        result = _check(pg_store, hub, "org/cut", slept)
+        assert len(killed) == 2 and slept == [0.1, 0.5]  # cut twice, written on the third try
+        assert result.status == "ok" and result.new_revisions == 3
+        assert [(r.method, r.path) for r in hub.requests] == clean  # not one request more
+    got, want = pg_store.history("org/cut"), clean_store.history("org/cut")
+    clean_store.close()
+    assert [[c.summary for c in r.changes] for r in got] == [[c.summary for c in r.changes] for r in want]
+    assert [r.seq for r in got] == [3, 2, 1] and all(r.error is None for r in got)
+
+
+def test_which_database_errors_are_worth_another_write(tmp_path: Path) -> None:
+    """Real driver errors, classified: a lost race and a lock pass, a wrong statement does not."""
+    con = sqlite3.connect(tmp_path / "x.db")
+    con.execute("CREATE TABLE t (k TEXT PRIMARY KEY)")
+    con.execute("INSERT INTO t VALUES ('a')")
+    caught: dict[str, Exception] = {}
+    for name, sql in (("dup", "INSERT INTO t VALUES ('a')"), ("syntax", "INSERT INTO nowhere VALUES (1)")):
+        try:
+            con.execute(sql)
+        except sqlite3.Error as e:
+            caught[name] = e
+    assert write_failure(IntegrityError("INSERT", {}, caught["dup"])) == "race"
+    # SQLite reports a missing table as an OperationalError, as it does a lost disk: the message decides
+    assert isinstance(caught["syntax"], sqlite3.OperationalError)
+    assert write_failure(OperationalError("INSERT", {}, caught["syntax"])) is None
+    assert write_failure(ProgrammingError("INSERT", {}, caught["syntax"])) is None
+    assert write_failure(OperationalError("INSERT", {}, sqlite3.OperationalError("disk I/O error"))) == "unavailable"
+    assert write_failure(OperationalError("INSERT", {}, sqlite3.OperationalError("database is locked"))) == "race"
+    con.close()
+
+
+def test_a_database_error_that_outlasts_the_retries_is_recorded_not_rerun_against_the_hub(
+    tmp_path: Path,
+) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'hw.db'}")
+    calls: list[int] = []
+
+    def failing(st: Store, source: Any, repo: Any, *args: Any, **kw: Any) -> Any:
+        calls.append(1)
+        source.resolve_head(repo.branch)  # one Hub request, as a real check's first
+        raise OperationalError("INSERT INTO revisions", {}, sqlite3.OperationalError("disk I/O error"))
+
+    with HubEmulator() as hub:
+        hub.add_repo("org/m", tiny_repo(tmp_path / "m.git", commits=2).path)
+        store.add_repo("org/m", source="org/m", source_kind="hub")
+        d = make_daemon(store, hub.url, check=failing)
+        started = datetime.now(UTC)
+        (result,) = d.run_once(started)
+        assert calls == [1] and hub.count("model_info") == 1  # not re-run
+    assert result.status == "error" and result.error_kind == "database"
+    repo = store.get_repo("org/m")
+    assert repo is not None and repo.last_error == "database OperationalError: disk I/O error"
+    assert repo.next_check_at is not None and (repo.next_check_at - started).total_seconds() >= 60  # backs off
+    store.close()
+
