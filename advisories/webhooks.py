@@ -24,9 +24,8 @@ import ipaddress
 import json
 import re
 import secrets
-import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -34,14 +33,12 @@ from urllib.parse import urlsplit
 import httpx
 
 from advisories.webhook_http import pinned_client
-from tracker.netio import deadline
+from tracker.netio import Resolver, deadline, forbidden_reason, system_resolver
 
 SECRET_PREFIX = "whsec_"
 SECRET_MIN_BYTES, SECRET_MAX_BYTES = 24, 64
 URL_MAX = 2000
 USER_AGENT = "hubwatch-webhooks/0.1"
-
-Resolver = Callable[[str, int], list[str]]
 
 
 class DestinationRefused(ValueError):
@@ -95,31 +92,6 @@ def encode_body(payload: Mapping[str, Any]) -> bytes:
 
 
 # ---------------------------------------------------------------- destinations
-def _system_resolver(host: str, port: int) -> list[str]:
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return sorted({str(info[4][0]) for info in infos})
-
-
-def forbidden_reason(address: str) -> str | None:
-    """Why an IP address is no public destination, or None when it is one."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    for name, flag in (
-        ("loopback", ip.is_loopback),
-        ("unspecified", ip.is_unspecified),
-        ("link-local", ip.is_link_local),
-        ("multicast", ip.is_multicast),
-        ("private", ip.is_private),
-        ("reserved", ip.is_reserved),
-    ):
-        if flag:
-            return name
-    if not ip.is_global:
-        return "non-global"
-    return None
-
-
 def split_url(url: str) -> tuple[str, str, int]:
     """(scheme, host, port) of an http(s) URL; DestinationRefused for anything else."""
     if not isinstance(url, str) or not url or len(url) > URL_MAX:
@@ -164,7 +136,7 @@ def check_destination(
             return []  # nothing to refuse: the connection itself finds out whether it resolves
         else:
             try:
-                addresses = (resolve or _system_resolver)(host, port)
+                addresses = (resolve or system_resolver)(host, port)
             except (OSError, UnicodeError) as e:
                 if require_resolution:
                     raise DestinationRefused(f"cannot resolve {host}: {e}") from e

@@ -30,6 +30,7 @@ class RepoRecord:
     next_check_at: datetime | None = None
     revisions: int = 0
     repo_url: str | None = None  # the public URL given at track time (records name it)
+    added_by: str = "operator"  # "api": fetched from public addresses only, checked at every fetch
 
     @property
     def status(self) -> str:

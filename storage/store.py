@@ -90,13 +90,16 @@ class Store:
     def add_repo(
         self, repo_id: str, *, source: str, source_kind: str, branch: str = "main", backfill: str = "all",
         now: datetime | None = None, repo_url: str | None = None, replace: bool = False,
+        added_by: str = "operator",
     ) -> tuple[RepoRecord, bool]:
         """Track a repo (or re-activate an untracked one). Returns (record, created).
 
         A repo id already tracked (or once tracked) from another source raises
         :class:`AlreadyTracked` unless ``replace``: reading another repository's history into
         it would mark every earlier revision unreachable. ``repo_url`` (the public URL records
-        name) replaces the stored one only when given.
+        name) replaces the stored one only when given. ``added_by="api"`` holds the source's
+        fetches to public addresses; an active repo keeps that mark when the operator adds it
+        again (the stricter one wins until it is untracked).
         Credentials in a URL source are stripped here, so no entry point can store them.
         """
         now = now or utcnow()
@@ -107,11 +110,13 @@ class Store:
             if row is None:
                 row = RepoRow(
                     id=repo_id, source=source, source_kind=source_kind, branch=branch, backfill=backfill,
-                    added_at=now, next_check_at=now, repo_url=repo_url,
+                    added_at=now, next_check_at=now, repo_url=repo_url, added_by=added_by,
                 )
             else:
                 if (row.source, row.source_kind) != (source, source_kind) and not replace:
                     raise AlreadyTracked(repo_id, f"{row.source} ({row.source_kind})", source)
+                if not row.active or added_by == "api":
+                    row.added_by = added_by
                 row.active = True
                 row.source, row.source_kind, row.branch = source, source_kind, branch
                 row.next_check_at = now
@@ -628,7 +633,7 @@ def _repo_record(row: RepoRow, revisions: int) -> RepoRecord:
         active=row.active, head_sha=row.head_sha, added_at=row.added_at, last_poll_at=row.last_poll_at,
         last_success_at=row.last_success_at, last_change_at=row.last_change_at, last_error=row.last_error,
         last_error_kind=row.last_error_kind, failures=row.failures, next_check_at=row.next_check_at,
-        revisions=revisions, repo_url=row.repo_url,
+        revisions=revisions, repo_url=row.repo_url, added_by=row.added_by,
     )
 
 

@@ -19,6 +19,9 @@ class RepoRow(SQLModel, table=True):
     id: str = Field(primary_key=True, max_length=200)  # org/name
     source: str = Field(sa_column=Column(Text, nullable=False))  # hub repo id or git location
     source_kind: str = Field(max_length=8)  # "hub" | "git"
+    # "operator" (CLI, config file) | "api": a source an API client added is fetched from
+    # public addresses only, checked again at every fetch (issue 16, point 2)
+    added_by: str = Field(default="operator", max_length=8, sa_column_kwargs={"server_default": "operator"})
     repo_url: str | None = Field(default=None, sa_column=Column(Text))  # public URL from --repo-url
     branch: str = Field(default="main", max_length=255)
     backfill: str = Field(default="all", max_length=16)

@@ -98,6 +98,12 @@ class RateLimited(SourceError):
         self.retry_after = retry_after
 
 
+class SourceRefused(SourceError):
+    """A fetch hubwatch will not make: the source's address is not allowed (now)."""
+
+    kind = "refused"
+
+
 class SourceUnavailable(SourceError):
     """Transient failure: 5xx, timeout, connection reset, truncated body."""
 

@@ -7,6 +7,9 @@ backend can also connect to given addresses instead of resolving the host (a web
 the addresses its destination check passed; TLS still verifies the host name). Used by
 ``tracker.hub`` (every Hub call) and ``advisories.webhook_http`` (every delivery).
 
+The address policy shared by webhooks and git sources added over the API is here too:
+:func:`forbidden_reason` says why an address is not a public destination.
+
 Imports: stdlib, httpcore, httpx. No project module.
 """
 
@@ -15,15 +18,46 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import ipaddress
+import socket
 import ssl
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import httpcore
 import httpx
 
 _WRITE_CHUNK = 16 * 1024
+
+#: ``resolve(host, port) -> addresses``: the system's resolver, or a test's.
+Resolver = Callable[[str, int], list[str]]
+
+
+def system_resolver(host: str, port: int) -> list[str]:
+    """The addresses ``getaddrinfo`` gives for ``host`` (sorted, deduplicated)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return sorted({str(info[4][0]) for info in infos})
+
+
+def forbidden_reason(address: str) -> str | None:
+    """Why an IP address is no public destination, or None when it is one."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    for name, flag in (
+        ("loopback", ip.is_loopback),
+        ("unspecified", ip.is_unspecified),
+        ("link-local", ip.is_link_local),
+        ("multicast", ip.is_multicast),
+        ("private", ip.is_private),
+        ("reserved", ip.is_reserved),
+    ):
+        if flag:
+            return name
+    if not ip.is_global:
+        return "non-global"
+    return None
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("hubwatch_deadline", default=None)
 
 

@@ -107,7 +107,7 @@ def rest_router(store: Store, settings: Settings) -> APIRouter:
                              allow_private=settings.webhooks.allow_private_destinations)
         try:
             record, created = store.add_repo(repo_id, source=source, source_kind=kind, branch=body.branch,
-                                             backfill=body.backfill)
+                                             backfill=body.backfill, added_by="api")
         except AlreadyTracked as e:
             raise HTTPException(409, str(e)) from e
         if not created:

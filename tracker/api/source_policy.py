@@ -5,19 +5,20 @@ https, http, git or ssh, and only to a public address unless ``[webhooks]
 allow_private_destinations`` (the webhooks' policy): the API token must not become a way to
 make the daemon read a local repository or an internal service. Local paths, ``file://``,
 bundles and git's ``<helper>::`` transports are never accepted here (the CLI, run by the
-operator, still takes them).
+operator, still takes them). A source added here is stored as added by the API, and every
+fetch of it checks the address again and is pinned to it (``tracker.hub._gitnet``): DNS may
+answer otherwise by then.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-import socket
 from urllib.parse import urlsplit
 
 from fastapi import HTTPException
 
-from advisories.webhooks import forbidden_reason
+from tracker.netio import forbidden_reason, system_resolver
 
 _SCHEMES = ("https", "http", "git", "ssh")
 _SCP = re.compile(r"^(?:[A-Za-z0-9._-]+@)?(?P<host>[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(?!/)")
@@ -62,7 +63,6 @@ def _addresses(host: str) -> list[str]:
     if host.lower().rstrip(".") == "localhost" or host.lower().endswith(".localhost"):
         return ["127.0.0.1"]
     try:
-        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+        return system_resolver(host, 0)
     except (OSError, UnicodeError) as e:
         raise HTTPException(400, f"cannot resolve {host[:200]}") from e
-    return sorted({str(i[4][0]) for i in infos})

@@ -71,6 +71,7 @@ PUBLIC_ERRORS = {
     "too_large": "the repository is over a configured size limit",
     "database": "the result could not be stored; retrying",
     "invalid": "the repository location is not valid",
+    "refused": "the repository's address is not a public one; it is not fetched",
 }
 
 

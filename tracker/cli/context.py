@@ -37,7 +37,8 @@ class Context:
     @cached_property
     def sources(self) -> SourceFactory:
         hub = self.settings.hub
-        return SourceFactory(endpoint=hub.endpoint, token=hub.token, timeout=hub.timeout_seconds)
+        return SourceFactory(endpoint=hub.endpoint, token=hub.token, timeout=hub.timeout_seconds,
+                             allow_private=self.settings.webhooks.allow_private_destinations)
 
     @cached_property
     def pipeline_options(self) -> PipelineOptions:

@@ -127,7 +127,7 @@ def poll(ctx: Context) -> int:
     results: list[CheckResult] = []
     for repo in repos:
         try:
-            src = ctx.sources.open(repo.id, repo.source, repo.source_kind)
+            src = ctx.sources.open(repo.id, repo.source, repo.source_kind, added_by=repo.added_by)
         except SourceError as e:
             results.append(CheckResult(repo.id, "error", error=str(e), error_kind=e.kind))
             continue

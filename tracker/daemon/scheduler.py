@@ -213,7 +213,7 @@ class Daemon:
 
     def _run_check(self, repo: RepoRecord) -> CheckResult:
         try:
-            src = self.sources.open(repo.id, repo.source, repo.source_kind)
+            src = self.sources.open(repo.id, repo.source, repo.source_kind, added_by=repo.added_by)
         except SourceError as e:
             return CheckResult(repo.id, "error", error=str(e), error_kind=e.kind)
         except ValueError as e:  # an invalid repo id or location: nothing to retry soon

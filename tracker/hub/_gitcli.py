@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from tracker.errors import SourceUnavailable
+from tracker.hub._gitnet import FetchPin
 
 LFS_POINTER_MAX = 1024
 _LFS_HEAD = b"version https://git-lfs.github.com/spec/v1\n"
@@ -47,15 +48,15 @@ class GitFailed(Exception):
         self.stderr = stderr
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
+def _env(ssh_command: str | None = None, drop: Sequence[str] = ()) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update(
         LC_ALL="C",
         LANG="C",
         GIT_TERMINAL_PROMPT="0",
         GIT_ASKPASS="/bin/false",
         SSH_ASKPASS="/bin/false",
-        GIT_SSH_COMMAND="ssh -oBatchMode=yes",
+        GIT_SSH_COMMAND=ssh_command or "ssh -oBatchMode=yes",
         GIT_CONFIG_NOSYSTEM="1",
         GIT_LFS_SKIP_SMUDGE="1",
         GIT_LITERAL_PATHSPECS="1",
@@ -72,9 +73,14 @@ def run_git(
     timeout: float,
     stdin: bytes | None = None,
     what: str = "git",
+    pin: FetchPin | None = None,
 ) -> bytes:
-    """Run ``git -C cwd args``; raise GitFailed on a non-zero exit, SourceUnavailable on timeout."""
+    """Run ``git -C cwd args``; raise GitFailed on a non-zero exit, SourceUnavailable on timeout.
+
+    A ``pin`` (a network call of a source added over the API) adds its config and ssh command."""
     cmd = ["git", *_BASE_ARGS]
+    for item in pin.config if pin is not None else ():
+        cmd += ["-c", item]
     if cwd is not None:
         cmd += ["-C", str(cwd)]
     cmd += list(args)
@@ -85,7 +91,7 @@ def run_git(
             stdin=None if stdin is not None else subprocess.DEVNULL,
             capture_output=True,
             timeout=timeout,
-            env=_env(),
+            env=_env(pin.ssh_command, pin.drop_env) if pin is not None else _env(),
             check=False,
         )
     except subprocess.TimeoutExpired as e:

@@ -36,6 +36,7 @@ from tracker.hub._gitcli import (
     read_blob_prefix,
     run_git,
 )
+from tracker.hub._gitnet import FetchPin, PublicFetchPolicy
 from tracker.hub._gitrepo import GitRepo
 from tracker.hub._lfsstore import open_lfs_object, read_whole_verified
 from tracker.hub.interface import CommitListing
@@ -109,9 +110,12 @@ class GitSource:
         *,
         work_dir: Path | None = None,
         timeout: float = 30.0,
+        network: PublicFetchPolicy | None = None,
     ) -> None:
+        """``network``: every fetch is re-checked and pinned by it (a source added over the API)."""
         if location.startswith("-") or _REMOTE_HELPER.match(location):
             raise RepoNotFound(f"invalid git location {location!r}", repo_id=repo_id)
+        self._network = network
         self._location = location
         self._shown = strip_credentials(location)  # what messages and OSV records may show
         self._repo_id = repo_id
@@ -277,7 +281,13 @@ class GitSource:
         if not rev or len(rev) > 255 or _BAD_REV.search(rev):
             raise RevisionNotFound(f"invalid revision {rev!r}", repo_id=self._repo_id, revision=rev)
 
+    def _pin(self) -> FetchPin | None:
+        """The address check of one network call, made now (None: the operator's source)."""
+        return None if self._network is None else self._network.pin(self._location, self._repo_id)
+
     def _local(self) -> GitRepo:
+        if self._network is not None:
+            self._network.pin(self._location, self._repo_id)  # refuses: never a local path
         if self._repo is None:
             p = Path(self._location).expanduser()
             if not p.is_dir():
@@ -304,11 +314,13 @@ class GitSource:
         return SourceUnavailable(self._scrub(f"{self._repo_id}: {e}"), repo_id=self._repo_id)
 
     def _ls_remote(self, branch: str) -> str:
+        pin = self._pin()
         try:
             out = run_git(
-                ["ls-remote", "--", self._location, f"refs/heads/{branch}"],
+                ["ls-remote", "--", pin.location if pin else self._location, f"refs/heads/{branch}"],
                 timeout=self._timeout,
                 what=self._repo_id,
+                pin=pin,
             )
         except GitFailed as e:
             raise self._remote_error(e) from e
@@ -328,11 +340,13 @@ class GitSource:
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 tmp = dest.with_name(dest.name + ".tmp")
                 shutil.rmtree(tmp, ignore_errors=True)
+                pin = self._pin()
                 try:
                     run_git(
-                        ["clone", "--mirror", "-q", "--", self._location, str(tmp)],
+                        ["clone", "--mirror", "-q", "--", pin.location if pin else self._location, str(tmp)],
                         timeout=self._timeout * 10,
                         what=self._repo_id,
+                        pin=pin,
                     )
                 except GitFailed as e:
                     shutil.rmtree(tmp, ignore_errors=True)
@@ -343,12 +357,16 @@ class GitSource:
                 dest, self._repo_id, self._timeout, origin=self._origin_git_dir()
             )
         if fetch:
+            pin = self._pin()
+            # pinned: the URL given each time (a git:// pin carries the address checked now)
+            where = ["--", pin.location, "+refs/*:refs/*"] if pin else ["origin"]
             try:
                 run_git(
-                    ["fetch", "-q", "--prune", "origin"],
+                    ["fetch", "-q", "--prune", *where],
                     cwd=self._repo.path,
                     timeout=self._timeout * 10,
                     what=self._repo_id,
+                    pin=pin,
                 )
             except GitFailed as e:
                 raise self._remote_error(e) from e
@@ -357,6 +375,8 @@ class GitSource:
     def _origin_git_dir(self) -> Path | None:
         """For a local remote (file://, a path), its git dir: LFS objects may be there."""
         loc = self._location
+        if self._network is not None:
+            return None
         if loc.endswith(".bundle"):
             return None
         p = Path(urlsplit(loc).path) if loc.startswith("file://") else Path(loc)

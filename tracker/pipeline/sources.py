@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tracker.hub.interface import HubSource
+from tracker.netio import Resolver, system_resolver
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 
@@ -42,6 +43,8 @@ class SourceFactory:
     token: str | None = field(default=None, repr=False)
     timeout: float = 30.0
     cache_dir: Path | None = None
+    allow_private: bool = False  # [webhooks] allow_private_destinations: API sources too
+    resolve: Resolver = system_resolver  # a test's resolver (a rebinding one)
 
     def git_work_dir(self) -> Path:
         if self.cache_dir is not None:
@@ -49,10 +52,16 @@ class SourceFactory:
         base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
         return Path(base) / "hubwatch" / "git"
 
-    def open(self, repo_id: str, source: str, source_kind: str) -> HubSource:
+    def open(self, repo_id: str, source: str, source_kind: str, *, added_by: str = "operator") -> HubSource:
+        """The source of a tracked repo; a git source an API client added (``added_by="api"``)
+        has every fetch checked against the private-address policy again and pinned."""
         if source_kind == "git":
+            from tracker.hub._gitnet import PublicFetchPolicy
             from tracker.hub.localgit import GitSource
 
+            if added_by == "api" and not self.allow_private:
+                return GitSource(source, repo_id, work_dir=self.git_work_dir(), timeout=self.timeout,
+                                 network=PublicFetchPolicy(self.resolve))
             location = str(Path(source).expanduser().resolve()) if Path(source).expanduser().exists() else source
             return GitSource(location, repo_id, work_dir=self.git_work_dir(), timeout=self.timeout)
         from tracker.hub.hf import HfSource
