@@ -198,7 +198,9 @@ def test_unchanged_repo_costs_one_request_per_check(
     assert all("expand=sha" in r.path for r in hub.requests)
 
 
-def test_one_new_commit_costs_two_requests(hub: HubEmulator, tiny: Tiny, src: HfSource) -> None:
+def test_one_new_commit_costs_a_head_check_a_page_and_one_git_fetch(
+    hub: HubEmulator, tiny: Tiny, src: HfSource
+) -> None:
     for i in range(6):  # several pages of history below the known head
         tiny.builder.commit({"x.txt": str(i).encode()})
     known = src.resolve_head("main")
@@ -209,8 +211,11 @@ def test_one_new_commit_costs_two_requests(hub: HubEmulator, tiny: Tiny, src: Hf
     listing = src.list_commits("main", stop_at={known})
 
     assert [c.sha for c in listing.commits] == [new] and listing.commits[0].parents == (known,)
-    assert hub.summary().keys() == {"model_info", "commits"}
-    assert hub.count() == 2  # one head check + one commits page: paging stopped at the known sha
+    assert hub.summary().keys() == {"model_info", "commits", "git_refs", "git_upload_pack"}
+    # one head check + one commits page (paging stopped at the known sha) + the parents over
+    # git: the ref advertisement, then ls-refs and one shallow fetch of depth 2 (protocol v2)
+    assert (hub.count("model_info"), hub.count("commits")) == (1, 1)
+    assert (hub.count("git_refs"), hub.count("git_upload_pack")) == (1, 2)
 
 
 def test_lfs_through_a_cross_origin_redirect(hub: HubEmulator, tiny: Tiny, src: HfSource) -> None:

@@ -29,6 +29,8 @@ ROUTES = (
     "cdn",
     "list_models",
     "agent",
+    "git_refs",
+    "git_upload_pack",
 )
 KINDS = ("status", "rate_limit", "hang", "truncate", "short", "trickle", "reset", "gated", "not_found", "slow")
 

@@ -7,7 +7,11 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.hubemu.gitproto import GIT_ALLOWED, GIT_HANDLERS
 from tests.hubemu.routes import ALLOWED, HANDLERS, HubError, Request, Response, parse_route
+
+_HANDLERS = {**HANDLERS, **GIT_HANDLERS}
+_ALLOWED = {**ALLOWED, **GIT_ALLOWED}
 
 if TYPE_CHECKING:
     from tests.hubemu.faults import Fault
@@ -134,8 +138,8 @@ class Handler(BaseHTTPRequestHandler):
                 return HubError(
                     401, "RepoNotFound", f"Repository Not Found for url: {repo}"
                 ).response()
-        handler = HANDLERS.get(route)
-        if handler is None or method not in ALLOWED.get(route, ("GET",)):
+        handler = _HANDLERS.get(route)
+        if handler is None or method not in _ALLOWED.get(route, ("GET",)):
             return HubError(
                 404,
                 "EntryNotFound" if route == "unknown" else "MethodNotAllowed",

@@ -84,6 +84,9 @@ def parse_route(path: str) -> tuple[str, str | None, dict[str, str]]:
             )
         if kind == "paths-info" and tail:
             return "paths_info", repo, {"rev": unquote("/".join(tail))}
+    git_route = {("info", "refs"): "git_refs", ("git-upload-pack",): "git_upload_pack"}.get(tuple(parts[2:]))
+    if git_route and len(parts) >= 3:  # git smart HTTP, with or without the ".git" suffix
+        return git_route, f"{unquote(parts[0])}/{unquote(parts[1]).removesuffix('.git')}", {}
     if len(parts) >= 5 and parts[2] == "resolve":
         repo = f"{unquote(parts[0])}/{unquote(parts[1])}"
         return (

@@ -75,6 +75,7 @@ class HubEmulator:
         lfs_redirect: bool = False,
         cdn_host: str = "localhost",
         honour_range: bool = True,
+        git_protocol: bool = True,
     ) -> None:
         self.commits_page = commits_page
         self.tree_page = tree_page
@@ -82,6 +83,7 @@ class HubEmulator:
         self.models_page = models_page
         self.lfs_redirect = lfs_redirect  # LFS files: 302 to cdn_url (another origin, same server)
         self.honour_range = honour_range  # False: answer Range requests with the whole file (200)
+        self.git_protocol = git_protocol  # False: no git smart HTTP (a mirror of the API alone)
         self.faults = FaultSet()
         # securityFileStatus per content (LFS sha256 or git blob id), served with expand=true
         self.security: dict[str, dict[str, object]] = {}

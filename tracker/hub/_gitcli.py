@@ -11,7 +11,7 @@ import os
 import re
 import subprocess
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -74,10 +74,13 @@ def run_git(
     stdin: bytes | None = None,
     what: str = "git",
     pin: FetchPin | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> bytes:
     """Run ``git -C cwd args``; raise GitFailed on a non-zero exit, SourceUnavailable on timeout.
 
-    A ``pin`` (a network call of a source added over the API) adds its config and ssh command."""
+    A ``pin`` (a network call of a source added over the API) adds its config and ssh command.
+    ``env`` adds variables (e.g. ``GIT_CONFIG_*`` carrying a header that must not appear on a
+    command line, where every local user could read it)."""
     cmd = ["git", *_BASE_ARGS]
     for item in pin.config if pin is not None else ():
         cmd += ["-c", item]
@@ -91,7 +94,7 @@ def run_git(
             stdin=None if stdin is not None else subprocess.DEVNULL,
             capture_output=True,
             timeout=timeout,
-            env=_env(pin.ssh_command, pin.drop_env) if pin is not None else _env(),
+            env={**(_env(pin.ssh_command, pin.drop_env) if pin is not None else _env()), **(env or {})},
             check=False,
         )
     except subprocess.TimeoutExpired as e:

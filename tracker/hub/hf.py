@@ -10,6 +10,7 @@ only until a known sha. Any endpoint works (a mirror, the test emulator): ``endp
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Collection
 from datetime import UTC, datetime
@@ -23,11 +24,13 @@ from huggingface_hub.utils import build_hf_headers, validate_repo_id
 
 from tracker import __version__
 from tracker.errors import EntryNotFound, SourceUnavailable, TooLarge
-from tracker.hub._hferrors import from_status
+from tracker.hub._hferrors import clean, from_status
+from tracker.hub._hfgit import GitNotServed, commit_parents
 from tracker.hub._hfhttp import BodyTooLarge, HubHttp
 from tracker.hub.interface import CommitListing
 from tracker.model import CommitInfo, FileEntry
 
+log = logging.getLogger("hubwatch.hub")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 PATHS_PER_REQUEST = 100  # paths-info takes a form of paths; keep each request small
@@ -121,10 +124,15 @@ class HfSource:
                 items.append(item)
             if boundary is not None:
                 break
+        real = self._parents(branch, [str(item["id"]) for item in items], what) if items else None
         commits = []
         for i, item in enumerate(items):
-            parent = items[i + 1]["id"] if i + 1 < len(items) else boundary
-            commits.append(_commit(item, (parent,) if parent else (), what))
+            if real is not None:
+                parents = real[item["id"]]
+            else:  # no git to ask: the next listed commit, exact on linear history only
+                parent = items[i + 1]["id"] if i + 1 < len(items) else boundary
+                parents = (parent,) if parent else ()
+            commits.append(_commit(item, parents, what))
         return CommitListing(tuple(commits), reached_known=boundary is not None)
 
     def list_files(self, revision: str) -> tuple[FileEntry, ...]:
@@ -222,6 +230,17 @@ class HfSource:
         return f"HfSource({self._repo_id!r}, endpoint={self._endpoint!r})"
 
     # -- internals ---------------------------------------------------------------------------
+    def _parents(self, branch: str, shas: list[str], what: str) -> dict[str, tuple[str, ...]] | None:
+        """The listed commits' parents from the git protocol (the listing has none), or None
+        where this endpoint serves no git for the repo (a mirror of the API alone)."""
+        try:
+            return commit_parents(f"{self._endpoint}/{self._repo_id}", branch, shas,
+                                  token=self._secret, timeout=self._timeout, what=what, repo_id=self._repo_id)
+        except GitNotServed as e:
+            log.warning("%s: no git protocol at %s (%s); parents taken from the listing order",
+                        self._repo_id, self._endpoint, clean(str(e), self._secret))
+            return None
+
     def _resolve_url(self, revision: str, path: str) -> str:
         return f"{self._endpoint}/{self._repo_id}/resolve/{quote(revision, safe='')}/{quote(path)}"
 
