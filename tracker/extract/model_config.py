@@ -21,6 +21,12 @@ from tracker.extract.model_config_families import (
     REMOTE_ALIASES,
     REMOTE_FAMILIES,
 )
+from tracker.extract.model_config_newest import (
+    NEWEST_COMPOSITES,
+    NEWEST_INT_KEYS,
+    NEWEST_MOE,
+    derive_newest,
+)
 from tracker.model.plan import ModelConfig, Quantization, RopeScaling
 
 MAX_DIM = 1 << 40  # no real dimension comes near; bigger is hostile or a typo
@@ -30,11 +36,12 @@ MAX_STR = 256
 _COMPOSITE_SUBS = {
     "gemma3": {"text_config": "gemma3_text", "vision_config": "siglip_vision_model"},
     "clip": {"text_config": "clip_text_model", "vision_config": "clip_vision_model"},
+    **NEWEST_COMPOSITES,
 }
 #: Keys whose value must be a non-negative integer where present (None allowed).
 _INT_KEYS = frozenset(
     ["vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "intermediate_size", "max_position_embeddings", "n_embd", "n_layer", "n_head", "n_inner", "n_positions", "d_model", "n_layers", "n_heads", "dim", "hidden_dim", "d_ff", "d_kv", "num_layers", "num_heads", "num_decoder_layers", "encoder_layers", "decoder_layers", "encoder_ffn_dim", "decoder_ffn_dim", "encoder_attention_heads", "decoder_attention_heads", "num_kv_heads", "ffn_hidden_size", "word_embed_proj_dim", "embedding_size", "moe_intermediate_size", "shared_expert_intermediate_size", "num_local_experts", "n_routed_experts", "num_experts", "num_experts_per_tok", "n_shared_experts", "first_k_dense_replace", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "type_vocab_size", "image_size", "patch_size", "num_channels", "projection_dim", "max_seq_len", "expansion_ratio", "decoder_sparse_step", "max_source_positions", "max_target_positions", "num_mel_bins", "sliding_window", "rotary_dim", "max_relative_positions", "position_buckets", "conv_kernel_size", "relative_attention_num_buckets", "pooler_hidden_size", "num_labels"]
-)
+) | NEWEST_INT_KEYS
 _CORE = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "n_layer",
          "n_layers", "num_layers", "n_embd", "d_model", "dim", "encoder_layers",
          "decoder_layers", "num_decoder_layers")
@@ -218,6 +225,7 @@ def _derive(family: str, v: dict[str, Any], user: dict[str, Any]) -> None:
             and _is_int(hidden):
         v["intermediate_size"] = 4 * hidden  # MixFormer's n_inner = None
     _derive_layer_types(family, v, user)
+    derive_newest(family, v, user)
     labels = user.get("id2label")
     if _is_int(user.get("num_labels")):
         v["num_labels"] = user["num_labels"]
@@ -272,7 +280,7 @@ def _typed(model_type: str | None, architecture: str | None, family: str, v: dic
            fatal: bool, quant: Quantization | None = None) -> ModelConfig:
     """The family-independent view: dimensions under one set of names."""
     text = subs.get("text")
-    if family in ("gemma3", "clip") and text is not None:
+    if family in ("gemma3", "clip", *NEWEST_COMPOSITES) and text is not None:
         return _composite(model_type, architecture, family, v, text, subs, remote, issues, fatal,
                           quant)
     hidden = _first(v, "hidden_size", "n_embd", "d_model", "dim") or 0
@@ -319,7 +327,7 @@ def _typed(model_type: str | None, architecture: str | None, family: str, v: dic
 _HEAD_DIM_IGNORED = frozenset(
     ["gpt2", "gpt_neox", "gptj", "gpt_bigcode", "bloom", "opt", "mpt", "falcon", "bert", "roberta", "xlm-roberta", "distilbert", "deberta-v2", "electra", "bart", "whisper", "vit", "stablelm", "clip_text_model", "clip_vision_model", "siglip_vision_model"]
 )
-_MOE = frozenset(["mixtral", "qwen2_moe", "qwen3_moe", "granitemoe", "deepseek_v2", "deepseek_v3", "gpt_oss"])
+_MOE = frozenset(["mixtral", "qwen2_moe", "qwen3_moe", "granitemoe", "deepseek_v2", "deepseek_v3", "gpt_oss"]) | NEWEST_MOE
 
 
 def _composite(model_type: str | None, architecture: str | None, family: str,

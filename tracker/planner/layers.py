@@ -51,6 +51,9 @@ def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
     if fam == "gemma3":
         text = cfg.sub.get("text")
         return layer_specs(text) if text is not None else ()
+    from tracker.planner import layers_newest  # it builds on LayerSpec: imported when used
+    if fam in layers_newest.NEWEST_STACKS:
+        return layers_newest.newest_layer_specs(cfg)
     if fam in SEQ2SEQ:
         return _seq2seq(cfg)
     stack = "encoder" if fam in ENCODER_ONLY else "decoder"

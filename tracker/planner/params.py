@@ -19,17 +19,19 @@ from tracker.planner.params_encoder import (
     count_electra,
     count_vit,
 )
+from tracker.planner.params_newest import NEWEST_DECODERS, count_llama4_vision
 from tracker.planner.params_seq2seq import count_bart, count_t5, count_whisper
 from tracker.planner.tally import Tally
 
 DECODERS = frozenset(
     ["llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "phi", "phi3", "gpt2", "gpt_neox", "gptj", "gpt_bigcode", "falcon", "bloom", "opt", "mpt", "stablelm", "starcoder2", "olmo", "olmo2", "cohere", "granite", "granitemoe", "deepseek_v2", "deepseek_v3", "gpt_oss"]
-)
+) | NEWEST_DECODERS
 BERTS = frozenset({"bert", "roberta", "xlm-roberta"})
 ENCODERS = BERTS | {"distilbert", "deberta-v2", "electra", "vit"}
 SEQ2SEQ = frozenset({"t5", "mt5", "bart", "whisper"})
 SUPPORTED = DECODERS | ENCODERS | SEQ2SEQ | {"gemma3", "clip", "clip_text_model",
-                                             "clip_vision_model", "siglip_vision_model"}
+                                             "clip_vision_model", "siglip_vision_model",
+                                             "llama4"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +75,8 @@ def count_params(cfg: ModelConfig) -> Counted:
         _gemma3(cfg, arch, t, notes)
     elif fam == "clip":
         _clip(cfg, arch, t, notes)
+    elif fam == "llama4":
+        _llama4(cfg, arch, t, notes)
     elif fam in ("clip_text_model", "clip_vision_model", "siglip_vision_model"):
         count_clip_tower(cfg, t)
         if arch.endswith("WithProjection"):
@@ -300,6 +304,21 @@ def _gemma3(cfg: ModelConfig, arch: str, t: Tally, notes: list[str]) -> None:
         t.linear("head", text.hidden_size, text.vocab_size, lora=False)
     elif arch.endswith("ForSequenceClassification"):
         t.linear("head", text.hidden_size, _labels(cfg), lora=False)
+
+
+def _llama4(cfg: ModelConfig, arch: str, t: Tally, notes: list[str]) -> None:
+    """Llama 4 multimodal: vision tower and projector, the text model, its untied head."""
+    text, vision = cfg.sub.get("text"), cfg.sub.get("vision")
+    if text is None or vision is None:
+        return
+    count_decoder(text, t)
+    if not arch.endswith("ForCausalLM"):
+        count_llama4_vision(vision, text.hidden_size, t)
+    if (not arch or arch.endswith(("ForConditionalGeneration", "ForCausalLM"))) \
+            and not text.tie_word_embeddings:
+        t.linear("head", text.hidden_size, text.vocab_size, lora=False)
+    elif arch and not arch.endswith(("Model", "ForConditionalGeneration", "ForCausalLM")):
+        notes.append(f"head of {arch} unknown; counted the base model only")
 
 
 def _clip(cfg: ModelConfig, arch: str, t: Tally, notes: list[str]) -> None:

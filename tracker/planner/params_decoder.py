@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tracker.model.plan import ModelConfig
+from tracker.planner.params_newest import NEWEST_DECODERS, count_newest
 from tracker.planner.tally import Tally
 
 
@@ -38,6 +39,9 @@ def count_decoder(cfg: ModelConfig, t: Tally) -> None:
     fam = cfg.family or ""
     if fam in ("deepseek_v2", "deepseek_v3"):
         _deepseek(cfg, t)
+        return
+    if fam in NEWEST_DECODERS:
+        count_newest(cfg, t)
         return
     block = _block(cfg)
     h = cfg.hidden_size

@@ -1,0 +1,130 @@
+"""The newest decoder families, on configs written from their published config.json shapes.
+
+The counts in tests/fixtures/newest/params.json are transformers' own (every class built on
+the meta device by ``benchmarks/planner_families.py --write-fixtures``); the planner must
+match each one exactly, heads included, and size what the layers hold when serving.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.planner.helpers import plan_of
+from tracker.extract.model_config import parse_model_config
+from tracker.planner import plan_to_json
+from tracker.planner.layers import layer_specs
+from tracker.planner.memory import kv_cache
+from tracker.planner.recurrent import gated_delta_net
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "newest"
+
+
+@cache
+def table() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((FIXTURES / "params.json").read_text())
+    return data
+
+
+def load(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((FIXTURES / name).read_text())
+    return data
+
+
+CASES = sorted((name, arch, count) for name, row in table().items()
+               for arch, count in [(row["architecture"], row["params"]), *row["heads"].items()])
+
+
+def test_every_fixture_is_counted() -> None:
+    names = {p.name for p in FIXTURES.glob("*.json")} - {"params.json"}
+    assert names == set(table())
+    families = {parse_model_config(load(n)).family for n in names}
+    assert families == {"llama4", "qwen3_next", "olmoe", "olmo3", "glm4_moe"}
+    assert len(CASES) >= 19
+
+
+@pytest.mark.parametrize(("name", "arch", "count"), CASES)
+def test_exact_count(name: str, arch: str, count: int) -> None:
+    cfg = load(name)
+    cfg["architectures"] = [arch]
+    p = plan_of(cfg)
+    assert p.supported and not p.dims["approximate"]
+    assert p.params.total == count
+    assert not [f for f in p.findings if f.id in ("head-unknown", "unsupported-architecture")]
+
+
+@pytest.mark.parametrize(("name", "low", "high"), [
+    ("meta-llama__Llama-4-Scout-17B-16E-Instruct.json", 16.5e9, 17.5e9),  # "17B active"
+    ("meta-llama__Llama-4-Maverick-17B-128E-Instruct.json", 16.5e9, 17.5e9),
+    ("Qwen__Qwen3-Next-80B-A3B-Instruct.json", 2.9e9, 3.9e9),  # "A3B"
+    ("allenai__OLMoE-1B-7B-0924.json", 1.1e9, 1.4e9),  # "1B active" (1.3B)
+    ("zai-org__GLM-4.5-Air.json", 11.5e9, 13e9),  # "12B active"
+    ("zai-org__GLM-4.5.json", 31e9, 33e9),  # "32B active"
+])
+def test_active_parameters_match_the_published_figure(name: str, low: float,
+                                                      high: float) -> None:
+    # the model cards' active counts leave out the input embedding (a lookup, not a matmul)
+    p = plan_of(load(name)).params
+    assert low < p.active - p.groups["embeddings"] < high
+
+
+def test_qwen3_next_serves_a_fixed_recurrent_state_in_its_linear_layers() -> None:
+    cfg = parse_model_config(load("Qwen__Qwen3-Next-80B-A3B-Instruct.json"))
+    specs = layer_specs(cfg)
+    linear = [s for s in specs if s.attention == "recurrent"]
+    full = [s for s in specs if s.attention != "recurrent"]
+    assert (len(linear), len(full)) == (36, 12)
+    state = gated_delta_net(16, 32, 128, 128, 4).bytes
+    assert all(s.state_bytes == state and s.kv_per_token == 0 for s in linear)
+    kv_per_token = 12 * 2 * 2 * 256 * 2  # full layers: K and V, 2 heads of 256, bf16
+    m = plan_of(load("Qwen__Qwen3-Next-80B-A3B-Instruct.json")).memory
+    assert m.kv_cache == 36 * state + 512 * kv_per_token
+    assert m.kv_cache_full_context == 36 * state + 262144 * kv_per_token
+    as_if_attention = 48 * 2 * 2 * 256 * 2 * 262144  # what a KV cache in every layer would be
+    assert m.kv_cache_full_context < as_if_attention / 3.9
+
+
+def test_llama4_chunked_layers_hold_one_chunk_and_every_fourth_layer_skips_rope() -> None:
+    raw = load("meta-llama__Llama-4-Scout-17B-16E-Instruct.json")
+    cfg = parse_model_config(raw)
+    text = cfg.sub["text"]
+    assert text.values["no_rope_layers"][:4] == [1, 1, 1, 0]
+    assert text.layer_types[:4] == ("chunked_attention",) * 3 + ("full_attention",)
+    specs = layer_specs(cfg)
+    assert [s.window for s in specs[:4]] == [8192, 8192, 8192, None]
+    per_token = 2 * 8 * 128 * 2
+    context = 10485760
+    assert kv_cache(specs, context) == (36 * 8192 + 12 * context) * per_token
+    assert plan_of(raw).memory.kv_cache_full_context == (36 * 8192 + 12 * context) * per_token
+    maverick = layer_specs(parse_model_config(load(
+        "meta-llama__Llama-4-Maverick-17B-128E-Instruct.json")))
+    assert [s.mlp for s in maverick[:4]] == ["gated", "moe", "gated", "moe"]
+    assert maverick[1].experts == 128 and maverick[1].shared_ffn == 8192
+    assert maverick[0].ffn == 16384
+
+
+def test_glm45_dense_prefix_and_olmo3_sliding_layers() -> None:
+    glm = layer_specs(parse_model_config(load("zai-org__GLM-4.5.json")))
+    assert [s.mlp for s in glm[:4]] == ["gated", "gated", "gated", "moe"]
+    assert glm[3].shared_ffn == 1536 and glm[3].experts == 160 and glm[3].top_k == 8
+    olmo = layer_specs(parse_model_config(load("allenai__Olmo-3-1025-7B.json")))
+    assert [s.window for s in olmo[:4]] == [4096, 4096, 4096, None]
+
+
+def test_structure_and_json_name_the_linear_attention() -> None:
+    doc = plan_to_json(plan_of(load("Qwen__Qwen3-Next-80B-A3B-Instruct.json")))
+    text = json.dumps(doc["structure"])
+    assert "Gated DeltaNet (fixed state)" in text and "Mixture of Experts (512, top-10" in text
+    assert doc["memory_bytes"]["kv_cache"] > 0
+
+
+def test_defaults_of_the_config_classes_give_their_default_model() -> None:
+    # a bare model_type is sized with the config class's defaults (Qwen3-Next: the 80B)
+    p = plan_of({"model_type": "qwen3_next"})
+    assert p.supported and 79e9 < p.params.total < 80e9
+    p = plan_of({"model_type": "llama4_text", "num_hidden_layers": 4})
+    assert p.supported and p.params.total > 0

@@ -1,0 +1,225 @@
+"""Config-class defaults and derived values of the newest decoder families.
+
+Layer 1 (stage 3, extract): data and pure functions. Llama 4 (text and the multimodal
+checkpoint class), Qwen3-Next and Qwen3.5-MoE (Gated DeltaNet linear attention beside gated
+full attention), OLMo 3, OLMoE and GLM-4.5 (``glm4_moe``): their config classes' defaults
+for the keys that decide the structure (transformers 5.24), their key aliases, and the
+per-layer lists their ``__post_init__`` derives (which layers are MoE, which attend in
+chunks or skip RoPE, which are linear attention), computed the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+NEWEST: dict[str, dict[str, Any]] = {
+    "olmoe": {
+        "attention_bias": False,
+        "clip_qkv": None,
+        "hidden_act": "silu",
+        "hidden_size": 2048,
+        "intermediate_size": 2048,
+        "is_encoder_decoder": False,
+        "max_position_embeddings": 4096,
+        "num_attention_heads": 16,
+        "num_experts": 64,
+        "num_experts_per_tok": 8,
+        "num_hidden_layers": 16,
+        "num_key_value_heads": None,
+        "tie_word_embeddings": False,
+        "vocab_size": 50304,
+    },
+    "olmo3": {
+        "attention_bias": False,
+        "hidden_act": "silu",
+        "hidden_size": 4096,
+        "intermediate_size": 11008,
+        "is_encoder_decoder": False,
+        "max_position_embeddings": 2048,
+        "num_attention_heads": 32,
+        "num_hidden_layers": 32,
+        "num_key_value_heads": None,
+        "sliding_window": 4096,
+        "tie_word_embeddings": False,
+        "vocab_size": 50304,
+    },
+    "glm4_moe": {
+        "attention_bias": False,
+        "first_k_dense_replace": 1,
+        "head_dim": None,
+        "hidden_act": "silu",
+        "hidden_size": 4096,
+        "intermediate_size": 10944,
+        "is_encoder_decoder": False,
+        "max_position_embeddings": 131072,
+        "moe_intermediate_size": 1408,
+        "n_routed_experts": 128,
+        "n_shared_experts": 1,
+        "num_attention_heads": 96,
+        "num_experts_per_tok": 8,
+        "num_hidden_layers": 46,
+        "num_key_value_heads": 8,
+        "num_nextn_predict_layers": 1,
+        "tie_word_embeddings": False,
+        "use_qk_norm": False,
+        "vocab_size": 151552,
+    },
+    "llama4_text": {
+        "attention_bias": False,
+        "attention_chunk_size": 8192,
+        "head_dim": 128,
+        "hidden_act": "silu",
+        "hidden_size": 5120,
+        "interleave_moe_layer_step": 1,
+        "intermediate_size": 8192,
+        "intermediate_size_mlp": 16384,
+        "is_encoder_decoder": False,
+        "max_position_embeddings": 131072,
+        "moe_layers": None,
+        "no_rope_layer_interval": 4,
+        "no_rope_layers": None,
+        "num_attention_heads": 40,
+        "num_experts_per_tok": 1,
+        "num_hidden_layers": 48,
+        "num_key_value_heads": 8,
+        "num_local_experts": 16,
+        "tie_word_embeddings": False,
+        "use_qk_norm": True,
+        "vocab_size": 202048,
+    },
+    "llama4_vision_model": {
+        "hidden_size": 768,
+        "image_size": 448,
+        "intermediate_size": 5632,
+        "is_encoder_decoder": False,
+        "num_attention_heads": 16,
+        "num_channels": 3,
+        "num_hidden_layers": 34,
+        "patch_size": 14,
+        "projector_input_dim": 4096,
+        "projector_output_dim": 4096,
+        "vision_output_dim": 7680,
+    },
+    "llama4": {
+        "is_encoder_decoder": False,
+        "tie_word_embeddings": False,
+    },
+    "qwen3_next": {
+        "attention_bias": False,
+        "decoder_sparse_step": 1,
+        "full_attention_interval": 4,
+        "head_dim": 256,
+        "hidden_act": "silu",
+        "hidden_size": 2048,
+        "intermediate_size": 5632,
+        "is_encoder_decoder": False,
+        "linear_conv_kernel_dim": 4,
+        "linear_key_head_dim": 128,
+        "linear_num_key_heads": 16,
+        "linear_num_value_heads": 32,
+        "linear_value_head_dim": 128,
+        "max_position_embeddings": 32768,
+        "mlp_only_layers": None,
+        "moe_intermediate_size": 512,
+        "num_attention_heads": 16,
+        "num_experts": 512,
+        "num_experts_per_tok": 10,
+        "num_hidden_layers": 48,
+        "num_key_value_heads": 2,
+        "shared_expert_intermediate_size": 512,
+        "tie_word_embeddings": False,
+        "vocab_size": 151936,
+    },
+    "qwen3_5_moe_text": {
+        "attention_bias": False,
+        "full_attention_interval": 4,
+        "head_dim": 256,
+        "hidden_act": "silu",
+        "hidden_size": 2048,
+        "is_encoder_decoder": False,
+        "linear_conv_kernel_dim": 4,
+        "linear_key_head_dim": 128,
+        "linear_num_key_heads": 16,
+        "linear_num_value_heads": 32,
+        "linear_value_head_dim": 128,
+        "max_position_embeddings": 32768,
+        "moe_intermediate_size": 512,
+        "num_attention_heads": 16,
+        "num_experts": 256,
+        "num_experts_per_tok": 8,
+        "num_hidden_layers": 40,
+        "num_key_value_heads": 2,
+        "shared_expert_intermediate_size": 512,
+        "tie_word_embeddings": False,
+        "vocab_size": 248320,
+    },
+}
+
+NEWEST_ALIASES: dict[str, dict[str, str]] = {
+    "olmoe": {"num_local_experts": "num_experts"},
+    "glm4_moe": {"num_local_experts": "n_routed_experts",
+                 "num_mtp_layers": "num_nextn_predict_layers"},
+    "qwen3_next": {"num_local_experts": "num_experts"},
+    "qwen3_5_moe_text": {"num_local_experts": "num_experts"},
+}
+
+#: Multimodal configs of these families: their towers, parsed as their own families.
+NEWEST_COMPOSITES: dict[str, dict[str, str]] = {
+    "llama4": {"text_config": "llama4_text", "vision_config": "llama4_vision_model"},
+}
+
+#: Their integer keys, checked for type and range like the others.
+NEWEST_INT_KEYS = frozenset(["intermediate_size_mlp", "interleave_moe_layer_step", "attention_chunk_size", "no_rope_layer_interval", "vision_output_dim", "projector_input_dim", "projector_output_dim", "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim", "linear_num_key_heads", "linear_num_value_heads", "full_attention_interval", "num_nextn_predict_layers"])
+#: The families whose MLP is (partly) a mixture of experts.
+NEWEST_MOE = frozenset(["olmoe", "glm4_moe", "llama4_text", "qwen3_next", "qwen3_5_moe_text"])
+#: Families with Gated DeltaNet linear-attention layers beside full attention.
+LINEAR_ATTENTION = frozenset(["qwen3_next", "qwen3_5_moe_text"])
+
+
+def derive_newest(family: str, v: dict[str, Any], user: dict[str, Any]) -> None:
+    """The values the config classes' ``__post_init__`` derive, for the families above."""
+    n = v.get("num_hidden_layers")
+    if family not in NEWEST or not isinstance(n, int) or isinstance(n, bool) \
+            or not 0 <= n <= 4096:
+        return
+    if v.get("num_key_value_heads") is None:
+        v["num_key_value_heads"] = v.get("num_attention_heads")
+    given = user.get("layer_types")
+    has_types = isinstance(given, list) and all(isinstance(x, str) for x in given)
+    if family == "llama4_text":
+        _llama4(v, n, has_types)
+    elif family in LINEAR_ATTENTION:
+        if not has_types:
+            every = _pos(v.get("full_attention_interval"), 4)
+            v["layer_types"] = ["full_attention" if (i + 1) % every == 0
+                                else "linear_attention" for i in range(n)]
+        if v.get("mlp_only_layers") is None:
+            v["mlp_only_layers"] = []
+    elif family == "olmo3" and not has_types:
+        v["layer_types"] = ["full_attention" if (i + 1) % 4 == 0 else "sliding_attention"
+                            for i in range(n)]
+
+
+def _llama4(v: dict[str, Any], n: int, has_types: bool) -> None:
+    """Which layers are MoE (every ``interleave_moe_layer_step``-th), which use RoPE (all but
+    every ``no_rope_layer_interval``-th) and which of those attend in chunks."""
+    no_rope = v.get("no_rope_layers")
+    if not (isinstance(no_rope, list) and no_rope):
+        every = _pos(v.get("no_rope_layer_interval"), 4)
+        no_rope = [int((i + 1) % every != 0) for i in range(n)]
+    v["no_rope_layers"] = no_rope
+    if not isinstance(v.get("moe_layers"), list):
+        step = _pos(v.get("interleave_moe_layer_step"), 1)
+        v["moe_layers"] = list(range(step - 1, n, step))
+    if v.get("head_dim") is None:
+        heads, hidden = v.get("num_attention_heads"), v.get("hidden_size")
+        if isinstance(heads, int) and isinstance(hidden, int) and heads > 0:
+            v["head_dim"] = hidden // heads
+    if not has_types:
+        chunked = v.get("attention_chunk_size") is not None
+        v["layer_types"] = ["chunked_attention" if rope and chunked else "full_attention"
+                            for rope in no_rope]
+
+
+def _pos(x: Any, default: int) -> int:
+    return x if isinstance(x, int) and not isinstance(x, bool) and x > 0 else default

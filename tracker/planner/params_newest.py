@@ -1,0 +1,127 @@
+"""Parameter counts of the newest decoder families, module by module as transformers builds them.
+
+Layer 1 (stage 5, plan), pure. Llama 4 (MoE with a shared expert on every
+``interleave_moe_layer_step``-th layer, dense elsewhere; a parameter-free L2 QK norm; the
+multimodal class's vision tower and projector), Qwen3-Next and Qwen3.5-MoE (Gated DeltaNet
+layers beside gated full attention, routed plus gated shared experts), OLMoE, OLMo 3 and
+GLM-4.5. Returns the base model; :mod:`tracker.planner.params` adds the head (the same
+Llama-style heads for every family here).
+"""
+
+from __future__ import annotations
+
+from tracker.model.plan import ModelConfig
+from tracker.planner.tally import Tally
+
+NEWEST_DECODERS = frozenset(["olmoe", "olmo3", "glm4_moe", "llama4_text", "qwen3_next",
+                             "qwen3_5_moe_text"])
+
+
+def count_newest(cfg: ModelConfig, t: Tally) -> None:
+    """Embeddings, every layer and the final norm of one of ``NEWEST_DECODERS``."""
+    fam = cfg.family or ""
+    h, n = cfg.hidden_size, cfg.num_layers
+    t.add("embeddings", cfg.vocab_size * h)
+    t.norm(h, bias=False, times=2 * n + 1)  # input and post-attention (OLMo 3: post-MLP) norms
+    moe = moe_layers(cfg)
+    types = cfg.layer_types
+    for i in range(n):
+        if fam in ("qwen3_next", "qwen3_5_moe_text") and i < len(types) \
+                and types[i] == "linear_attention":
+            _gated_delta_net(cfg, t)
+        else:
+            _attention(cfg, t, i)
+        if i in moe:
+            _moe(cfg, t)
+        else:
+            f = cfg.get_int("intermediate_size_mlp") if fam == "llama4_text" \
+                else cfg.intermediate_size
+            _gated_mlp(t, "mlp", h, f)
+
+
+def moe_layers(cfg: ModelConfig) -> frozenset[int]:
+    """The layers whose MLP is a mixture of experts, as each family's decoder layer decides."""
+    fam, n, e = cfg.family or "", cfg.num_layers, cfg.num_experts
+    if not e:
+        return frozenset()
+    if fam == "llama4_text":
+        return frozenset(x for x in cfg.get_list("moe_layers") if isinstance(x, int))
+    if fam == "glm4_moe":
+        return frozenset(range(min(n, cfg.get_int("first_k_dense_replace")), n))
+    if fam == "qwen3_next":
+        only = {x for x in cfg.get_list("mlp_only_layers") if isinstance(x, int)}
+        step = max(1, cfg.get_int("decoder_sparse_step", 1))
+        return frozenset(i for i in range(n) if i not in only and (i + 1) % step == 0)
+    return frozenset(range(n))
+
+
+def _attention(cfg: ModelConfig, t: Tally, layer: int) -> None:
+    fam = cfg.family or ""
+    h, hd, heads, kv = cfg.hidden_size, cfg.head_dim, cfg.num_heads, cfg.num_kv_heads
+    q, k = heads * hd, kv * hd
+    bias = cfg.get_bool("attention_bias")
+    gated = fam in ("qwen3_next", "qwen3_5_moe_text")  # q_proj also yields the output gate
+    t.linear("attention", h, 2 * q if gated else q, bias=bias)
+    t.linear("attention", h, k, bias=bias, times=2)
+    t.linear("attention", q, h, bias=bias and fam != "glm4_moe")
+    if fam == "olmoe":  # sized from hidden_size, whatever head_dim says
+        t.norm(h, bias=False)
+        t.norm(h // max(1, heads) * kv, bias=False)
+    elif fam == "olmo3":
+        t.norm(q + k, bias=False)
+    elif gated or (fam == "glm4_moe" and cfg.get_bool("use_qk_norm")):
+        t.norm(hd, bias=False, times=2)
+
+
+def _gated_delta_net(cfg: ModelConfig, t: Tally) -> None:
+    """in_proj (q, k, v, the output gate z; b and a per value head), a depthwise causal
+    convolution over q, k and v, dt_bias and A_log per value head, the gated norm, out_proj."""
+    v = cfg.get_int
+    h = cfg.hidden_size
+    kh, vh = v("linear_num_key_heads"), v("linear_num_value_heads")
+    key, value = kh * v("linear_key_head_dim"), vh * v("linear_value_head_dim")
+    t.linear("attention", h, 2 * key + 2 * value)
+    t.linear("attention", h, 2 * vh)
+    t.add("attention", (2 * key + value) * v("linear_conv_kernel_dim"))
+    t.add("attention", 2 * vh)
+    t.norm(v("linear_value_head_dim"), bias=False)
+    t.linear("attention", value, h)
+
+
+def _gated_mlp(t: Tally, group: str, h: int, f: int) -> None:
+    t.linear(group, h, f, times=2)
+    t.linear(group, f, h)
+
+
+def _moe(cfg: ModelConfig, t: Tally) -> None:
+    fam = cfg.family or ""
+    h, e, k = cfg.hidden_size, cfg.num_experts, cfg.experts_per_token
+    t.linear("router", h, e, lora=False)
+    inner = cfg.get_opt_int("moe_intermediate_size") or cfg.intermediate_size
+    t.experts(h, inner, e, k)
+    if fam == "llama4_text":
+        _gated_mlp(t, "mlp", h, cfg.intermediate_size)
+    elif fam == "glm4_moe":
+        _gated_mlp(t, "mlp", h, inner * cfg.get_int("n_shared_experts"))
+    elif fam in ("qwen3_next", "qwen3_5_moe_text"):
+        _gated_mlp(t, "mlp", h, cfg.get_int("shared_expert_intermediate_size"))
+        t.linear("router", h, 1, lora=False)  # the shared expert's sigmoid gate
+
+
+def count_llama4_vision(vision: ModelConfig, text_hidden: int, t: Tally) -> None:
+    """Llama 4's vision tower (unfold-conv patches, class and position embeddings, LayerNorm
+    encoder, pixel-shuffle MLP) and the projector into the text model."""
+    v = vision.get_int
+    h, f, n = vision.hidden_size, vision.intermediate_size, vision.num_layers
+    patch, size = v("patch_size", 14), v("image_size", 448)
+    t.linear("other", v("num_channels", 3) * patch * patch, h)
+    t.add("other", h + ((size // max(1, patch)) ** 2 + 1) * h)
+    t.norm(h, times=2 + 2 * n)
+    inner = vision.num_heads * (h // max(1, vision.num_heads))
+    t.linear("other", h, inner, bias=True, times=3 * n)
+    t.linear("other", inner, h, bias=True, times=n)
+    t.linear("other", h, f, bias=True, times=n)
+    t.linear("other", f, h, bias=True, times=n)
+    t.linear("other", f, v("projector_input_dim", 4096))
+    t.linear("other", v("projector_output_dim", 4096), v("projector_output_dim", 4096))
+    t.linear("other", v("vision_output_dim", 7680), text_hidden)
