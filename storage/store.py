@@ -18,7 +18,7 @@ from sqlalchemy import Engine, func, or_, update
 from sqlalchemy.exc import DataError, IntegrityError, StatementError
 from sqlmodel import Session, col, select
 
-from storage import commit_rows, restore_rows
+from storage import commit_rows, history_rows, restore_rows
 from storage.engine import make_engine, migrate
 from storage.outbox import enqueue_advisory_event
 from storage.records import AdvisoryRecord, NewRevision, RepoRecord, RevisionRecord
@@ -34,7 +34,7 @@ from storage.tables import (
 )
 from storage.trees import parse_tree
 from tracker.errors import AlreadyTracked
-from tracker.model import Change, ChangeKind, Severity, Snapshot
+from tracker.model import Change, Snapshot
 from tracker.model.keys import content_key, digest_key, header_key, security_key
 from tracker.model.locations import strip_credentials
 
@@ -421,16 +421,13 @@ class Store:
         self, repo_id: str, *, limit: int | None = None, before_seq: int | None = None, with_changes: bool = True
     ) -> list[RevisionRecord]:
         """Revisions newest first; ``before_seq`` is the cursor (stable under new arrivals)."""
-        with self.session() as s:
-            q = select(RevisionRow).where(RevisionRow.repo_id == repo_id)
-            if before_seq is not None:
-                q = q.where(RevisionRow.seq < before_seq)
-            q = q.order_by(col(RevisionRow.seq).desc())
-            if limit is not None:
-                q = q.limit(limit)
-            rows = s.exec(q).all()
-            changes = self._changes(s, [r.id for r in rows if r.id is not None]) if with_changes else {}
-            return [_revision_record(r, changes.get(r.id or 0, ())) for r in rows]
+        with self.engine.connect() as conn:
+            return history_rows.history(conn, repo_id, limit=limit, before_seq=before_seq, with_changes=with_changes)
+
+    def history_version(self, repo_id: str) -> tuple[Any, ...] | None:
+        """What a page of the repo's history depends on (see :func:`history_rows.history_version`)."""
+        with self.engine.connect() as conn:
+            return history_rows.history_version(conn, repo_id)
 
     def get_revision(self, repo_id: str, rev: str) -> RevisionRecord | None:
         """One revision by full sha or a unique prefix (at least 4 hex digits), with plan."""
@@ -498,18 +495,7 @@ class Store:
             return list(s.exec(select(RevisionRow.repo_id).where(RevisionRow.sha == sha)).all())
 
     def _changes(self, s: Session, revision_ids: list[int]) -> dict[int, tuple[Change, ...]]:
-        if not revision_ids:
-            return {}
-        out: dict[int, list[Change]] = {}
-        rows = s.exec(
-            select(ChangeRow).where(col(ChangeRow.revision_id).in_(revision_ids)).order_by(col(ChangeRow.idx))
-        ).all()
-        for r in rows:
-            out.setdefault(r.revision_id, []).append(Change(
-                kind=ChangeKind(r.kind), path=r.path, summary=r.summary, topics=tuple(r.topics or ()),
-                severity=Severity(r.severity) if r.severity else None, detail=r.detail or {},
-            ))
-        return {k: tuple(v) for k, v in out.items()}
+        return history_rows.changes_of(s, revision_ids)
 
     # ---------------------------------------------------------------- advisories
     def _insert_advisory(self, s: Session, repo_id: str, sha: str, record: dict[str, Any], now: datetime) -> None:
@@ -518,7 +504,7 @@ class Store:
         s.add(AdvisoryRow(
             id=record["id"], repo_id=repo_id, sha=sha, severity=_record_severity(record),
             published=_ts(record.get("published")) or now, modified=_ts(record["modified"]) or now,
-            withdrawn=_ts(record.get("withdrawn")), record=record,
+            withdrawn=_ts(record.get("withdrawn")), record=record, brief=commit_rows.brief_of(record),
         ))
         s.flush()
         s.add(AdvisoryEditRow(advisory_id=record["id"], version=1, modified=_ts(record["modified"]) or now,
@@ -531,6 +517,7 @@ class Store:
         if row is None:
             return None
         row.record = record
+        row.brief = commit_rows.brief_of(record)
         row.modified = _ts(record["modified"]) or row.modified
         row.withdrawn = _ts(record.get("withdrawn"))
         row.severity = _record_severity(record)
@@ -563,6 +550,12 @@ class Store:
         ``full=False``: only ``{"id", "modified"}`` of each (see :func:`commit_rows.affecting`)."""
         with self.engine.connect() as conn:
             return commit_rows.affecting(conn, shas, full=full)
+
+    def advisories_affecting_json(self, shas: Iterable[str], *, brief: bool) -> dict[str, list[str]]:
+        """``sha -> JSON texts`` of the live records holding it, as stored (no decode, no
+        encode; ``brief``: their ``{"id","modified"}``; see :func:`commit_rows.affecting_json`)."""
+        with self.engine.connect() as conn:
+            return commit_rows.affecting_json(conn, shas, brief=brief)
 
     def commits_held(self, advisory_id: str, *, limit: int) -> list[str]:
         """Stored commits the advisory's GIT ranges hold (at most ``limit``), from the index."""
@@ -637,17 +630,7 @@ def _repo_record(row: RepoRow, revisions: int) -> RepoRecord:
     )
 
 
-def _revision_record(
-    row: RevisionRow, changes: tuple[Change, ...] = (), *, plan: dict[str, Any] | None = None,
-    delta: dict[str, Any] | None = None,
-) -> RevisionRecord:
-    return RevisionRecord(
-        repo_id=row.repo_id, sha=row.sha, seq=row.seq, parent=row.parent, parents=tuple(row.parents or ()),
-        committed_at=row.committed_at, title=row.title, message=row.message, authors=tuple(row.authors or ()),
-        severity=row.severity, advisory_id=row.advisory_id, reachable=row.reachable, error=row.error,
-        chain_hash=row.chain_hash, recorded_at=row.recorded_at, tree_key=row.tree_key, changes=changes,
-        plan=plan, plan_delta=delta,
-    )
+_revision_record = history_rows.revision_record
 
 
 def _advisory_record(row: AdvisoryRow) -> AdvisoryRecord:

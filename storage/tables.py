@@ -152,6 +152,9 @@ class AdvisoryRow(SQLModel, table=True):
     modified: datetime = Field(index=True)
     withdrawn: datetime | None = None
     record: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    # ``{"id","modified"}`` as a querybatch answers it, encoded when the record is written, so
+    # a batch splices these bytes instead of reading each record (issue 17)
+    brief: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
 class AdvisoryEditRow(SQLModel, table=True):

@@ -118,6 +118,32 @@ def test_revision_entries_have_the_history_json_shape(store, client) -> None:  #
         assert set(c) == {"kind", "path", "summary", "severity"}
 
 
+def test_a_kept_page_is_replaced_when_any_writer_adds_a_revision(store, db_url) -> None:  # type: ignore[no-untyped-def]
+    """Pages are encoded once and kept (issue 17): a new revision stored through another
+    store (another process's engine and pool) replaces them; the ETag answers 304 meanwhile."""
+    from storage import open_store
+
+    seed_history(store, n=5)
+    client = TestClient(create_app(store, settings()))
+    url, params = "/api/v1/repos/org/model/revisions", {"limit": 3}
+    first = client.get(url, params=params)
+    tag = first.headers["etag"]
+    assert client.get(url, params=params, headers={"If-None-Match": tag}).status_code == 304
+    assert client.get(url, params=params).content == first.content
+    other = open_store(db_url)
+    try:
+        seed_history(other, n=2, first_index=5)
+    finally:
+        other.close()
+    after = client.get(url, params=params, headers={"If-None-Match": tag})
+    assert after.status_code == 200 and after.headers["etag"] != tag
+    assert [e["sha"] for e in after.json()["revisions"]] == [sha_of("org/model", i) for i in (6, 5, 4)]
+    fresh = TestClient(create_app(store, settings()))  # nothing kept: computed now
+    for p in (params, {"limit": 3, "cursor": after.json()["next_cursor"]}, {"limit": 50}):
+        kept, computed = client.get(url, params=p), fresh.get(url, params=p)
+        assert kept.content == computed.content and kept.headers.get("link") == computed.headers.get("link")
+
+
 @pytest.mark.parametrize("params", [{"limit": 0}, {"limit": -3}, {"limit": "x"}, {"cursor": "abc"}, {"cursor": "-1"}])
 def test_bad_page_parameters(store, client, params) -> None:  # type: ignore[no-untyped-def]
     seed_history(store, n=2)

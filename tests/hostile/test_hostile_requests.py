@@ -193,13 +193,13 @@ def test_querybatch_work_is_budgeted(store: Store, monkeypatch: pytest.MonkeyPat
     from tracker.api import osv_routes
 
     seed_history(store, "org/model", n=3)
-    real = osv_routes.run_queries
+    real = osv_routes.commit_answers
 
     def slow(*a: Any, **kw: Any) -> Any:
         time.sleep(0.03)
         return real(*a, **kw)
 
-    monkeypatch.setattr(osv_routes, "run_queries", slow)
+    monkeypatch.setattr(osv_routes, "commit_answers", slow)
     monkeypatch.setattr(osv_routes, "BATCH_SECONDS", 0.05)
     client = TestClient(create_app(store, settings()))
     queries = [{"commit": f"{i:040x}"} for i in range(1000)]

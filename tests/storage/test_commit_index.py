@@ -8,6 +8,7 @@ real git repository, on SQLite and PostgreSQL, whichever order ranges and commit
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -114,6 +115,35 @@ def _insert_all(store: Any, graph: GitGraph, records: list[dict[str, Any]]) -> N
     store.update_advisories([(r, "indexed") for r in records])
 
 
+def test_the_spliced_answers_are_the_live_records_as_stored(store: Any, graph: GitGraph) -> None:
+    """What /v1/query and /v1/querybatch splice: the same look-up, withdrawn records left
+    out, sorted by id, each record's stored text (or its brief) following every edit."""
+    store.add_repo(REPO, source=REPO, source_kind="hub")
+    for name in SPEC_GRAPH:
+        _store_commit(store, graph, name)
+    cases = [pairs for pairs, _ in CASES] + EXTRA
+    records = [_record(i, _events(graph, pairs)) for i, pairs in enumerate(cases)]
+    _insert_all(store, graph, records)
+    full = store.advisories_affecting(graph.sha.values())
+    held = sorted({r["id"] for recs in full.values() for r in recs})
+    withdrawn = next(r for r in records if r["id"] == held[0]) | {
+        "withdrawn": "2024-01-02T00:00:00Z", "modified": "2024-01-02T00:00:00Z"}
+    edited = next(r for r in records if r["id"] == held[1]) | {"modified": "2024-01-03T00:00:00Z", "summary": "é"}
+    store.update_advisories([(withdrawn, "withdrawn"), (edited, "edited")])
+    full = store.advisories_affecting(graph.sha.values())
+    assert any(r.get("withdrawn") for recs in full.values() for r in recs)
+    for brief in (False, True):
+        texts = store.advisories_affecting_json([*graph.sha.values(), "f" * 40], brief=brief)
+        assert texts["f" * 40] == []
+        for sha, recs in full.items():
+            live = sorted((r for r in recs if not r.get("withdrawn")), key=lambda r: r["id"])
+            want = [{"id": r["id"], "modified": r["modified"]} if brief else r for r in live]
+            assert [json.loads(t) for t in texts[sha]] == want
+    briefs = store.advisories_affecting_json(graph.sha.values(), brief=True)
+    want_brief = '{"id":"' + edited["id"] + '","modified":"2024-01-03T00:00:00Z"}'
+    assert want_brief in {t for ts in briefs.values() for t in ts}
+
+
 def test_ranges_written_before_their_commits_are_indexed_when_they_arrive(store: Any, graph: GitGraph) -> None:
     store.add_repo(REPO, source=REPO, source_kind="hub")
     names = list(SPEC_GRAPH)
@@ -160,3 +190,25 @@ def test_spans_on_a_chain_label_graph() -> None:
     labels = {"x": (0, 1), "f": (0, 2), "b": (1, 1)}
     assert compute_spans([("introduced", "x"), ("fixed", "f")], labels, chains) == [(0, 1, 2), (1, 0, 2)]
     assert compute_spans([("introduced", "b")], labels, chains) == [(1, 1, 2**62)]
+
+
+def test_the_brief_migration_fills_existing_advisories(db_url: str) -> None:
+    """0005 writes the brief of every advisory stored before it."""
+    from sqlalchemy import text
+
+    from storage.engine import make_engine, migrate
+
+    engine = make_engine(db_url)
+    migrate(engine, "0004")
+    record = _record(1, [{"introduced": "a" * 40}]) | {"summary": "naïve"}
+    with engine.begin() as c:
+        c.execute(text("INSERT INTO repos (id, source, source_kind, branch, backfill, active, added_at, failures)"
+                       " VALUES ('org/m', 'org/m', 'hub', 'main', 'all', :yes, :t, 0)"), {"t": WHEN, "yes": True})
+        c.execute(text("INSERT INTO advisories (id, repo_id, sha, severity, published, modified, record)"
+                       " VALUES (:id, 'org/m', :sha, 'HIGH', :t, :t, :r)"),
+                  {"id": record["id"], "sha": "a" * 40, "t": WHEN, "r": json.dumps(record)})
+    migrate(engine, "head")
+    with engine.connect() as c:
+        brief = c.execute(text("SELECT brief FROM advisories")).scalar_one()
+    engine.dispose()
+    assert json.loads(brief) == {"id": record["id"], "modified": record["modified"]}

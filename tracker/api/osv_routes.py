@@ -10,7 +10,13 @@ Routes (osv.dev's shapes, docs/api of google/osv.dev):
   are left out. ``page_token`` is accepted and ignored: every match comes in one page.
 - ``POST /v1/querybatch``: ``{"queries": [...]}`` (at most 1,000) answers
   ``{"results": [{"vulns": [{"id", "modified"}]} | {}, ...]}`` in query order. A batch has a
-  time budget (``BATCH_SECONDS``) and at most two run at once; past it, 429 (code 8).
+  time budget (``BATCH_SECONDS``); batches run while their queries fit ``QUERIES_IN_FLIGHT``
+  and wait on the event loop (no worker thread held) for room; a batch still waiting, or
+  still working, past its budget is answered 429 (code 8).
+
+Commit-only queries are answered by splicing the store's pre-encoded JSON (the records as
+stored; for a batch, each record's ``{"id","modified"}`` written beside it): one indexed
+statement per few hundred commits, nothing decoded or encoded per record (issue 17).
 - ``GET|HEAD /osv/all.json``, ``/osv/{id}.json``, ``/osv/all.zip``: the export of
   :mod:`advisories.export`, byte for byte, with ``Last-Modified``.
 
@@ -18,7 +24,7 @@ Errors are ``{"code": <gRPC status>, "message": ...}`` (3 invalid argument, 5 no
 8 too large or too much work). Request bodies are parsed as JSON whatever the Content-Type (pip-audit sends
 none). The reader is called in a worker thread; the app (tracker.api) mounts this router.
 
-Imports: stdlib, fastapi/starlette, advisories.{export,osv,query,schema}, tracker.api.readers.
+Imports: stdlib, fastapi/starlette, advisories.{export,osv,query,schema}, tracker.api.{readers,work_limiter}.
 """
 
 from __future__ import annotations
@@ -27,7 +33,6 @@ import contextlib
 import hashlib
 import json
 import re
-import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -49,13 +54,16 @@ from advisories.query import (
 from advisories.schema import is_valid_ecosystem
 from tracker.api.conditional import not_modified
 from tracker.api.readers import AdvisoryReader
+from tracker.api.work_limiter import WorkLimiter
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 MAX_BATCH = 1000
 BATCH_SECONDS = 5.0  # the work one querybatch may do, checked between its queries
-# Batches run at most two at a time, so concurrent batches cannot hold every worker thread.
-_BATCH_SLOTS = threading.BoundedSemaphore(2)
-_BATCH_STEP = 200  # queries answered per index look-up, the budget checked between them
+# Queries of all batches being answered at once: 16 full batches, so honest scanners on 16
+# connections never wait, while a flood waits on the event loop instead of holding the
+# worker threads every other route needs (anyio's pool has 40).
+QUERIES_IN_FLIGHT = 16 * MAX_BATCH
+_BATCH_STEP = 250  # queries answered per index look-up, the budget checked between them
 _HEX = re.compile(r"[0-9a-fA-F]{4,64}")
 # purl types whose packages live in an OSV ecosystem: type -> (ecosystem, name joiner)
 _PURL_ECOSYSTEMS = {
@@ -93,6 +101,7 @@ def osv_router(reader: AdvisoryReader, *, max_body_bytes: int = MAX_BODY_BYTES,
     """The router of the OSV routes over ``reader``."""
     router = APIRouter(tags=["osv"])
     budget = BATCH_SECONDS if batch_seconds is None else batch_seconds
+    in_flight = WorkLimiter(QUERIES_IN_FLIGHT)
 
     @router.get("/v1/vulns/{vuln_id}")
     def get_vuln(vuln_id: str) -> Response:
@@ -110,6 +119,10 @@ def osv_router(reader: AdvisoryReader, *, max_body_bytes: int = MAX_BODY_BYTES,
             parsed = parse_query(body)
         except QueryError as exc:
             return error(400, 3, str(exc))
+        if _commit_only(parsed):
+            assert parsed.commit is not None
+            texts = (await run_in_threadpool(commit_answers, reader, [parsed.commit], False))[parsed.commit]
+            return _raw_json(_vulns_json(texts))
         vulns = (await run_in_threadpool(run_queries, reader, [parsed]))[0]
         return _json({"vulns": vulns} if vulns else {})
 
@@ -127,22 +140,17 @@ def osv_router(reader: AdvisoryReader, *, max_body_bytes: int = MAX_BODY_BYTES,
             parsed = [parse_query(q) for q in queries]
         except QueryError as exc:
             return error(400, 3, str(exc))
-        def run_all() -> list[list[dict[str, Any]]] | None:
-            """None when the batch ran past its time budget (issue 16, point 9)."""
-            with _BATCH_SLOTS:
-                deadline = time.monotonic() + budget
-                out: list[list[dict[str, Any]]] = []
-                for i in range(0, len(parsed), _BATCH_STEP):
-                    if time.monotonic() > deadline:
-                        return None
-                    out += run_queries(reader, parsed[i : i + _BATCH_STEP], full=False)
-                return out
-
-        results = await run_in_threadpool(run_all)
+        deadline = time.monotonic() + budget
+        weight = max(1, len(parsed))
+        if not await in_flight.acquire(weight, budget):
+            return error(429, 8, f"The batch waited over {budget:g} s for room; retry later.")
+        try:
+            results = await run_in_threadpool(answer_batch, reader, parsed, deadline)
+        finally:
+            in_flight.release(weight)
         if results is None:
             return error(429, 8, f"The batch took over {budget:g} s; send fewer queries per batch.")
-        short = [[{"id": v["id"], "modified": v["modified"]} for v in r] for r in results]
-        return _json({"results": [{"vulns": v} if v else {} for v in short]})
+        return _raw_json('{"results":[' + ",".join(results) + "]}")
 
     @router.head("/osv/all.json", include_in_schema=False)
     @router.get("/osv/all.json")
@@ -225,6 +233,42 @@ def run_queries(
     return [_live_unique(_matches(reader, q, held)) for q in queries]
 
 
+def answer_batch(reader: AdvisoryReader, queries: Sequence[Query], deadline: float) -> list[str] | None:
+    """Each query's answer as JSON text, in order; None once past ``deadline`` (checked
+    between steps of ``_BATCH_STEP`` queries; issue 16, point 9)."""
+    out: list[str] = ["{}"] * len(queries)
+    commits = [i for i, q in enumerate(queries) if _commit_only(q)]
+    others = [i for i, q in enumerate(queries) if not _commit_only(q)]
+    for lo in range(0, len(commits), _BATCH_STEP):
+        if time.monotonic() > deadline:
+            return None
+        step = commits[lo : lo + _BATCH_STEP]
+        held = commit_answers(reader, [str(queries[i].commit) for i in step], True)
+        for i in step:
+            out[i] = _vulns_json(held.get(str(queries[i].commit), []))
+    for lo in range(0, len(others), _BATCH_STEP):
+        if time.monotonic() > deadline:
+            return None
+        step = others[lo : lo + _BATCH_STEP]
+        for i, vulns in zip(step, run_queries(reader, [queries[i] for i in step], full=False), strict=True):
+            short = [{"id": v["id"], "modified": v["modified"]} for v in vulns]
+            out[i] = _dumps({"vulns": short} if short else {})
+    return out
+
+
+def commit_answers(reader: AdvisoryReader, commits: Sequence[str], brief: bool) -> dict[str, list[str]]:
+    """``commit -> JSON texts`` of the live records holding it (one index look-up)."""
+    return reader.affecting_json(commits, brief=brief)
+
+
+def _commit_only(query: Query) -> bool:
+    return query.commit is not None and query.purl is None and query.ecosystem is None
+
+
+def _vulns_json(texts: Sequence[str]) -> str:
+    return '{"vulns":[' + ",".join(texts) + "]}" if texts else "{}"
+
+
 def _commit_of(query: Query) -> str | None:
     if query.commit:
         return query.commit
@@ -305,9 +349,16 @@ async def _read_json(request: Request, limit: int) -> dict[str, Any] | Response:
     return data
 
 
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
 def _json(obj: Any, status: int = 200) -> Response:
-    body = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
-    return Response(content=body, status_code=status, media_type="application/json")
+    return _raw_json(_dumps(obj), status)
+
+
+def _raw_json(text: str, status: int = 200) -> Response:
+    return Response(content=text.encode(), status_code=status, media_type="application/json")
 
 
 def _static(request: Request, body: bytes, media_type: str, records: list[dict[str, Any]]) -> Response:

@@ -7,6 +7,9 @@ store returns *candidates*; the router decides OSV semantics with :mod:`advisori
   stored commit graph (the store answers from its commit index, never walking history at
   query time; the in-memory reader walks, as the reference). ``full=False`` may answer each
   record as only ``{"id", "modified"}`` (and ``"withdrawn"`` when set): what a batch needs.
+- ``affecting_json(shas, brief=)``: the same look-up for commit-only queries, live records
+  only, each already encoded (the whole record, or ``brief``: its ``{"id","modified"}``),
+  sorted by id: what the routes splice into their answers without decoding anything.
 - ``for_purl(purl)``: every record whose ``affected[].database_specific.purl`` names the
   package of ``purl`` (given without version); the router checks the version.
 - ``for_package(ecosystem, name)``: records with that ``affected[].package`` (hubwatch's
@@ -20,6 +23,7 @@ Imports: stdlib, advisories.query.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -38,6 +42,8 @@ class AdvisoryReader(Protocol):
     def for_package(self, ecosystem: str, name: str) -> list[dict[str, Any]]: ...
 
     def affecting(self, shas: Iterable[str], *, full: bool = True) -> dict[str, list[dict[str, Any]]]: ...
+
+    def affecting_json(self, shas: Iterable[str], *, brief: bool) -> dict[str, list[str]]: ...
 
 
 class MemoryAdvisoryReader:
@@ -89,6 +95,16 @@ class MemoryAdvisoryReader:
             ]
         return out
 
+    def affecting_json(self, shas: Iterable[str], *, brief: bool) -> dict[str, list[str]]:
+        out = {}
+        for sha, records in self.affecting(shas).items():
+            live = {str(r["id"]): r for r in records if not r.get("withdrawn")}
+            out[sha] = [
+                _compact({"id": r["id"], "modified": r["modified"]} if brief else r)
+                for r in (live[k] for k in sorted(live))
+            ]
+        return out
+
     def ancestors_of(self, sha: str) -> set[str]:
         seen: set[str] = set()
         stack = list(self._parents.get(sha.lower(), []))
@@ -99,3 +115,6 @@ class MemoryAdvisoryReader:
                 stack.extend(self._parents.get(current, []))
         return seen
 
+
+def _compact(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))

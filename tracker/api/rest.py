@@ -14,6 +14,7 @@ Errors are ``{"code", "message"}`` (installed by :mod:`tracker.api.app`).
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 from urllib.parse import urlencode
@@ -25,6 +26,8 @@ from storage.records import RepoRecord, RevisionRecord
 from storage.store import Store
 from tracker.api import compute
 from tracker.api.auth import token_guard
+from tracker.api.conditional import not_modified
+from tracker.api.page_cache import Kept, PageCache
 from tracker.api.rest_subscriptions import subscriptions_router
 from tracker.api.source_policy import check_git_source
 from tracker.api.views import repo_json, revision_json
@@ -59,6 +62,12 @@ class RepoIn(BaseModel):
     backfill: str = Field("all", pattern=BACKFILL.pattern)
 
 
+class HistoryPage(BaseModel):
+    repo: str
+    revisions: list[dict[str, Any]]
+    next_cursor: str | None
+
+
 class RepoOut(BaseModel):
     id: str
     source: str
@@ -79,6 +88,7 @@ class RepoOut(BaseModel):
 def rest_router(store: Store, settings: Settings) -> APIRouter:
     router = APIRouter(prefix="/api/v1", tags=["api"])
     writes = [Depends(token_guard(settings))]
+    pages = PageCache()
 
     def repo_or_404(org: str, name: str) -> RepoRecord:
         repo = store.get_repo(f"{org}/{name}")
@@ -125,25 +135,28 @@ def rest_router(store: Store, settings: Settings) -> APIRouter:
             raise HTTPException(404, f"not tracked: {repo.id}")
         return Response(status_code=204)
 
-    @router.get("/repos/{org}/{name}/revisions")
+    @router.get("/repos/{org}/{name}/revisions", responses={200: {"model": HistoryPage}})
     def revisions(
-        org: str, name: str, request: Request, response: Response,
+        org: str, name: str, request: Request,
         cursor: str | None = Query(None, max_length=20, description="next_cursor of the previous page"),
         limit: int = Query(PAGE_DEFAULT, ge=1, description=f"page size (at most {PAGE_MAX} are returned)"),
-    ) -> dict[str, Any]:
+    ) -> Response:
+        """Encoded once per page and kept until the repo gets a revision (issue 17), with a
+        strong ETag: ``If-None-Match`` answers 304."""
         repo_id = f"{org}/{name}"
         before = _cursor(cursor)
         size = min(limit, PAGE_MAX)
-        revs = store.history(repo_id, limit=size + 1, before_seq=before)
-        if not revs and store.get_repo(repo_id) is None:
-            raise HTTPException(404, f"not tracked: {repo_id}")
-        more = len(revs) > size
-        revs = revs[:size]
-        next_cursor = str(revs[-1].seq) if more and revs else None
-        if next_cursor is not None:
-            query = urlencode({"cursor": next_cursor, "limit": size})
-            response.headers["Link"] = f'<{request.url.path}?{query}>; rel="next"'
-        return {"repo": repo_id, "revisions": [revision_json(r) for r in revs], "next_cursor": next_cursor}
+        version = store.history_version(repo_id)
+        key = (repo_id, before, size, request.url.path)
+        kept = pages.get(key, version) if version is not None else None
+        if kept is None:
+            kept = _history_page(store, repo_id, before, size, request.url.path)
+            if version is not None:
+                pages.put(key, version, kept)
+        headers = {**kept.headers, "ETag": kept.etag}
+        if not_modified(request, kept.etag, None):
+            return Response(status_code=304, headers=headers)
+        return Response(kept.body, media_type="application/json", headers=headers)
 
     @router.get("/repos/{org}/{name}/revisions/{sha}")
     def revision(org: str, name: str, sha: str) -> dict[str, Any]:
@@ -195,6 +208,21 @@ def rest_router(store: Store, settings: Settings) -> APIRouter:
 
     router.include_router(subscriptions_router(store, settings))
     return router
+
+
+def _history_page(store: Store, repo_id: str, before: int | None, size: int, path: str) -> Kept:
+    """One page of history, encoded, with its ``Link`` header (404 when not tracked)."""
+    revs = store.history(repo_id, limit=size + 1, before_seq=before)
+    if not revs and store.get_repo(repo_id) is None:
+        raise HTTPException(404, f"not tracked: {repo_id}")
+    more = len(revs) > size
+    revs = revs[:size]
+    next_cursor = str(revs[-1].seq) if more and revs else None
+    headers = {}
+    if next_cursor is not None:
+        headers["Link"] = f'<{path}?{urlencode({"cursor": next_cursor, "limit": size})}>; rel="next"'
+    doc = {"repo": repo_id, "revisions": [revision_json(r) for r in revs], "next_cursor": next_cursor}
+    return Kept.of(json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode(), headers)
 
 
 def _cursor(cursor: str | None) -> int | None:

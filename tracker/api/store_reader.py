@@ -42,6 +42,9 @@ class StoreAdvisoryReader:
     def affecting(self, shas: Iterable[str], *, full: bool = True) -> dict[str, list[dict[str, Any]]]:
         return self.store.advisories_affecting(shas, full=full)
 
+    def affecting_json(self, shas: Iterable[str], *, brief: bool) -> dict[str, list[str]]:
+        return self.store.advisories_affecting_json(shas, brief=brief)
+
     def ancestors_of(self, sha: str) -> set[str]:
         """Every stored ancestor of ``sha`` (a walk: the drift route counts them; queries
         never call it)."""
