@@ -193,13 +193,13 @@ def test_spans_on_a_chain_label_graph() -> None:
 
 
 def test_the_brief_migration_fills_existing_advisories(db_url: str) -> None:
-    """0005 writes the brief of every advisory stored before it."""
+    """0006 writes the brief of every advisory stored before it."""
     from sqlalchemy import text
 
     from storage.engine import make_engine, migrate
 
     engine = make_engine(db_url)
-    migrate(engine, "0004")
+    migrate(engine, "0005")
     record = _record(1, [{"introduced": "a" * 40}]) | {"summary": "naïve"}
     with engine.begin() as c:
         c.execute(text("INSERT INTO repos (id, source, source_kind, branch, backfill, active, added_at, failures)"

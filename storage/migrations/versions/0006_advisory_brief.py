@@ -1,16 +1,16 @@
 """advisory brief: each record's ``{"id","modified"}`` pre-encoded, what a querybatch answers
 (issue 17): a 1,000-commit batch splices these instead of reading every record it names.
 
-Revision ID: 0005
-Revises: 0004
+Revision ID: 0006
+Revises: 0005
 Create Date: 2026-12-01
 """
 from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0005'
-down_revision = '0004'
+revision = '0006'
+down_revision = '0005'
 branch_labels = None
 depends_on = None
 
