@@ -43,7 +43,9 @@ HEADS = ("ForCausalLM", "ForSequenceClassification", "ForTokenClassification",
          "ForQuestionAnswering", "Model", "TextModel", "ForConditionalGeneration")
 #: model_type -> the class-name prefix transformers uses for it.
 PREFIX = {"olmoe": "Olmoe", "olmo3": "Olmo3", "glm4_moe": "Glm4Moe", "llama4_text": "Llama4",
-          "qwen3_next": "Qwen3Next", "qwen3_5_moe_text": "Qwen3_5Moe", "llama4": "Llama4"}
+          "qwen3_next": "Qwen3Next", "qwen3_5_moe_text": "Qwen3_5Moe", "llama4": "Llama4",
+          "smollm3": "SmolLM3", "glm4": "Glm4", "seed_oss": "SeedOss", "minimax_m2": "MiniMaxM2",
+          "exaone4": "Exaone4"}
 #: Classes whose config is the composite one (the others take the text config).
 COMPOSITE_HEADS = {"llama4": ("ForConditionalGeneration",)}
 
@@ -68,7 +70,7 @@ def _attn(r: random.Random) -> dict[str, Any]:
                            "num_hidden_layers": r.randint(2, 6),
                            "tie_word_embeddings": r.random() < 0.3,
                            "attention_bias": r.random() < 0.4,
-                           "max_position_embeddings": 512}
+                           "max_position_embeddings": 512, "pad_token_id": 0}
     if r.random() < 0.5:
         cfg["head_dim"] = r.choice([8, 16, 32])
     return cfg
@@ -109,6 +111,17 @@ def variant(model_type: str, r: random.Random) -> dict[str, Any]:
         if model_type == "qwen3_next":
             cfg |= {"decoder_sparse_step": r.randint(1, 2),
                     "mlp_only_layers": r.sample(range(cfg["num_hidden_layers"]), r.randint(0, 1))}
+    elif model_type == "smollm3":
+        cfg |= {"mlp_bias": r.random() < 0.4, "no_rope_layer_interval": r.randint(2, 4),
+                "use_sliding_window": r.random() < 0.5, "sliding_window": r.choice([None, 32])}
+    elif model_type == "seed_oss":
+        cfg |= {"mlp_bias": r.random() < 0.4, "attention_out_bias": r.random() < 0.5}
+        cfg.setdefault("head_dim", cfg["hidden_size"] // cfg["num_attention_heads"])
+    elif model_type == "minimax_m2":
+        cfg |= {"num_local_experts": e, "num_experts_per_tok": r.randint(1, e)}
+        cfg.setdefault("head_dim", cfg["hidden_size"] // cfg["num_attention_heads"])
+    elif model_type == "exaone4":
+        cfg |= {"sliding_window": r.choice([16, 64]), "sliding_window_pattern": r.randint(2, 4)}
     elif model_type == "llama4":
         text = variant("llama4_text", r)
         vh = r.choice([2, 4]) * 8

@@ -43,8 +43,9 @@ def test_every_fixture_is_counted() -> None:
     names = {p.name for p in FIXTURES.glob("*.json")} - {"params.json"}
     assert names == set(table())
     families = {parse_model_config(load(n)).family for n in names}
-    assert families == {"llama4", "qwen3_next", "olmoe", "olmo3", "glm4_moe"}
-    assert len(CASES) >= 19
+    assert families == {"llama4", "qwen3_next", "olmoe", "olmo3", "glm4_moe", "smollm3", "glm4",
+                        "seed_oss", "minimax_m2", "exaone4"}
+    assert len(CASES) >= 40
 
 
 @pytest.mark.parametrize(("name", "arch", "count"), CASES)
@@ -64,6 +65,7 @@ def test_exact_count(name: str, arch: str, count: int) -> None:
     ("allenai__OLMoE-1B-7B-0924.json", 1.1e9, 1.4e9),  # "1B active" (1.3B)
     ("zai-org__GLM-4.5-Air.json", 11.5e9, 13e9),  # "12B active"
     ("zai-org__GLM-4.5.json", 31e9, 33e9),  # "32B active"
+    ("MiniMaxAI__MiniMax-M2.json", 9.5e9, 10.5e9),  # "10B active"
 ])
 def test_active_parameters_match_the_published_figure(name: str, low: float,
                                                       high: float) -> None:
@@ -111,8 +113,11 @@ def test_glm45_dense_prefix_and_olmo3_sliding_layers() -> None:
     glm = layer_specs(parse_model_config(load("zai-org__GLM-4.5.json")))
     assert [s.mlp for s in glm[:4]] == ["gated", "gated", "gated", "moe"]
     assert glm[3].shared_ffn == 1536 and glm[3].experts == 160 and glm[3].top_k == 8
-    olmo = layer_specs(parse_model_config(load("allenai__Olmo-3-1025-7B.json")))
-    assert [s.window for s in olmo[:4]] == [4096, 4096, 4096, None]
+    for name in ("allenai__Olmo-3-1025-7B.json", "LGAI-EXAONE__EXAONE-4.0-32B.json"):
+        specs = layer_specs(parse_model_config(load(name)))
+        assert [s.window for s in specs[:4]] == [4096, 4096, 4096, None]
+    smol = layer_specs(parse_model_config(load("HuggingFaceTB__SmolLM3-3B.json")))
+    assert {s.window for s in smol} == {None}  # use_sliding_window is off
 
 
 def test_structure_and_json_name_the_linear_attention() -> None:

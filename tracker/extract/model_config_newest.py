@@ -153,6 +153,83 @@ NEWEST: dict[str, dict[str, Any]] = {
         "tie_word_embeddings": False,
         "vocab_size": 248320,
     },
+    "smollm3": {
+        "attention_bias": False,
+        "hidden_act": "silu",
+        "hidden_size": 2048,
+        "intermediate_size": 11008,
+        "is_encoder_decoder": False,
+        "max_position_embeddings": 32768,
+        "mlp_bias": False,
+        "no_rope_layer_interval": 4,
+        "no_rope_layers": None,
+        "num_attention_heads": 16,
+        "num_hidden_layers": 36,
+        "num_key_value_heads": 4,
+        "sliding_window": None,
+        "tie_word_embeddings": True,
+        "use_sliding_window": False,
+        "vocab_size": 128256,
+    },
+    "glm4": {
+        "attention_bias": True,
+        "head_dim": 128,
+        "hidden_act": "silu",
+        "hidden_size": 4096,
+        "intermediate_size": 13696,
+        "is_encoder_decoder": False,
+        "max_position_embeddings": 131072,
+        "num_attention_heads": 32,
+        "num_hidden_layers": 40,
+        "num_key_value_heads": 2,
+        "tie_word_embeddings": False,
+        "vocab_size": 151552,
+    },
+    "seed_oss": {
+        "attention_bias": True,
+        "attention_out_bias": False,
+        "head_dim": 128,
+        "hidden_act": "silu",
+        "hidden_size": 4096,
+        "intermediate_size": 27648,
+        "is_encoder_decoder": False,
+        "max_position_embeddings": 524288,
+        "mlp_bias": False,
+        "num_attention_heads": 80,
+        "num_hidden_layers": 64,
+        "num_key_value_heads": 8,
+        "tie_word_embeddings": False,
+        "vocab_size": 155136,
+    },
+    "minimax_m2": {
+        "head_dim": 128,
+        "hidden_act": "silu",
+        "hidden_size": 3072,
+        "intermediate_size": 1536,
+        "is_encoder_decoder": False,
+        "max_position_embeddings": 196608,
+        "num_attention_heads": 48,
+        "num_experts_per_tok": 8,
+        "num_hidden_layers": 62,
+        "num_key_value_heads": 8,
+        "num_local_experts": 256,
+        "tie_word_embeddings": False,
+        "vocab_size": 200064,
+    },
+    "exaone4": {
+        "hidden_act": "silu",
+        "hidden_size": 4096,
+        "intermediate_size": 16384,
+        "is_encoder_decoder": False,
+        "max_position_embeddings": 2048,
+        "num_attention_heads": 32,
+        "num_hidden_layers": 32,
+        "num_key_value_heads": 32,
+        "sliding_window": 4096,
+        "sliding_window_pattern": 4,
+        "tie_word_embeddings": False,
+        "vocab_size": 102400,
+    },
 }
 
 NEWEST_ALIASES: dict[str, dict[str, str]] = {
@@ -161,6 +238,7 @@ NEWEST_ALIASES: dict[str, dict[str, str]] = {
                  "num_mtp_layers": "num_nextn_predict_layers"},
     "qwen3_next": {"num_local_experts": "num_experts"},
     "qwen3_5_moe_text": {"num_local_experts": "num_experts"},
+    "minimax_m2": {"num_experts": "num_local_experts"},
 }
 
 #: Multimodal configs of these families: their towers, parsed as their own families.
@@ -171,7 +249,8 @@ NEWEST_COMPOSITES: dict[str, dict[str, str]] = {
 #: Their integer keys, checked for type and range like the others.
 NEWEST_INT_KEYS = frozenset(["intermediate_size_mlp", "interleave_moe_layer_step", "attention_chunk_size", "no_rope_layer_interval", "vision_output_dim", "projector_input_dim", "projector_output_dim", "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim", "linear_num_key_heads", "linear_num_value_heads", "full_attention_interval", "num_nextn_predict_layers"])
 #: The families whose MLP is (partly) a mixture of experts.
-NEWEST_MOE = frozenset(["olmoe", "glm4_moe", "llama4_text", "qwen3_next", "qwen3_5_moe_text"])
+NEWEST_MOE = frozenset(["olmoe", "glm4_moe", "llama4_text", "qwen3_next", "qwen3_5_moe_text",
+                        "minimax_m2"])
 #: Families with Gated DeltaNet linear-attention layers beside full attention.
 LINEAR_ATTENTION = frozenset(["qwen3_next", "qwen3_5_moe_text"])
 
@@ -186,8 +265,8 @@ def derive_newest(family: str, v: dict[str, Any], user: dict[str, Any]) -> None:
         v["num_key_value_heads"] = v.get("num_attention_heads")
     given = user.get("layer_types")
     has_types = isinstance(given, list) and all(isinstance(x, str) for x in given)
-    if family == "llama4_text":
-        _llama4(v, n, has_types)
+    if family in ("llama4_text", "smollm3"):
+        _no_rope(family, v, n, has_types)
     elif family in LINEAR_ATTENTION:
         if not has_types:
             every = _pos(v.get("full_attention_interval"), 4)
@@ -198,16 +277,29 @@ def derive_newest(family: str, v: dict[str, Any], user: dict[str, Any]) -> None:
     elif family == "olmo3" and not has_types:
         v["layer_types"] = ["full_attention" if (i + 1) % 4 == 0 else "sliding_attention"
                             for i in range(n)]
+    elif family == "exaone4" and not has_types:
+        every = _pos(v.get("sliding_window_pattern"), 4) if v.get("sliding_window") else 0
+        v["layer_types"] = ["sliding_attention" if every and (i + 1) % every else
+                            "full_attention" for i in range(n)]
 
 
-def _llama4(v: dict[str, Any], n: int, has_types: bool) -> None:
-    """Which layers are MoE (every ``interleave_moe_layer_step``-th), which use RoPE (all but
-    every ``no_rope_layer_interval``-th) and which of those attend in chunks."""
+def _no_rope(family: str, v: dict[str, Any], n: int, has_types: bool) -> None:
+    """Which layers use RoPE (all but every ``no_rope_layer_interval``-th) and which of those
+    attend in chunks (Llama 4) or in a sliding window (SmolLM 3); Llama 4's MoE layers
+    (every ``interleave_moe_layer_step``-th)."""
     no_rope = v.get("no_rope_layers")
     if not (isinstance(no_rope, list) and no_rope):
         every = _pos(v.get("no_rope_layer_interval"), 4)
         no_rope = [int((i + 1) % every != 0) for i in range(n)]
     v["no_rope_layers"] = no_rope
+    if family == "smollm3":
+        if not has_types:
+            window = bool(v.get("use_sliding_window")) and v.get("sliding_window") is not None
+            v["layer_types"] = ["sliding_attention" if window and not rope else
+                                "full_attention" for rope in no_rope]
+        if not v.get("use_sliding_window"):
+            v["sliding_window"] = None  # the attention ignores the window unless it is on
+        return
     if not isinstance(v.get("moe_layers"), list):
         step = _pos(v.get("interleave_moe_layer_step"), 1)
         v["moe_layers"] = list(range(step - 1, n, step))

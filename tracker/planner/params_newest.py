@@ -14,7 +14,12 @@ from tracker.model.plan import ModelConfig
 from tracker.planner.tally import Tally
 
 NEWEST_DECODERS = frozenset(["olmoe", "olmo3", "glm4_moe", "llama4_text", "qwen3_next",
-                             "qwen3_5_moe_text"])
+                             "qwen3_5_moe_text", "smollm3", "glm4", "seed_oss", "minimax_m2",
+                             "exaone4"])
+#: How each family normalizes q and k: per head ("head", head_dim weights each), over the
+#: whole projection ("full"), OLMoE's sizes from hidden_size, or not at all (absent).
+_QK_NORM = {"olmoe": "olmoe", "olmo3": "full", "minimax_m2": "full", "qwen3_next": "head",
+            "qwen3_5_moe_text": "head", "exaone4": "head"}
 
 
 def count_newest(cfg: ModelConfig, t: Tally) -> None:
@@ -22,7 +27,8 @@ def count_newest(cfg: ModelConfig, t: Tally) -> None:
     fam = cfg.family or ""
     h, n = cfg.hidden_size, cfg.num_layers
     t.add("embeddings", cfg.vocab_size * h)
-    t.norm(h, bias=False, times=2 * n + 1)  # input and post-attention (OLMo 3: post-MLP) norms
+    # input and post-attention norms (OLMo 3, EXAONE 4: after attention and MLP), GLM-4 four
+    t.norm(h, bias=False, times=(4 if fam == "glm4" else 2) * n + 1)
     moe = moe_layers(cfg)
     types = cfg.layer_types
     for i in range(n):
@@ -36,7 +42,8 @@ def count_newest(cfg: ModelConfig, t: Tally) -> None:
         else:
             f = cfg.get_int("intermediate_size_mlp") if fam == "llama4_text" \
                 else cfg.intermediate_size
-            _gated_mlp(t, "mlp", h, f)
+            _gated_mlp(t, "mlp", h, f, bias=fam in ("smollm3", "seed_oss")
+                       and cfg.get_bool("mlp_bias"))
 
 
 def moe_layers(cfg: ModelConfig) -> frozenset[int]:
@@ -59,17 +66,20 @@ def _attention(cfg: ModelConfig, t: Tally, layer: int) -> None:
     fam = cfg.family or ""
     h, hd, heads, kv = cfg.hidden_size, cfg.head_dim, cfg.num_heads, cfg.num_kv_heads
     q, k = heads * hd, kv * hd
-    bias = cfg.get_bool("attention_bias")
+    bias = cfg.get_bool("attention_bias") and fam not in ("minimax_m2", "exaone4")  # never biased
+    o_bias = {"glm4_moe": False, "glm4": False,
+              "seed_oss": cfg.get_bool("attention_out_bias")}.get(fam, bias)
     gated = fam in ("qwen3_next", "qwen3_5_moe_text")  # q_proj also yields the output gate
     t.linear("attention", h, 2 * q if gated else q, bias=bias)
     t.linear("attention", h, k, bias=bias, times=2)
-    t.linear("attention", q, h, bias=bias and fam != "glm4_moe")
-    if fam == "olmoe":  # sized from hidden_size, whatever head_dim says
+    t.linear("attention", q, h, bias=o_bias)
+    qk = _QK_NORM.get(fam, "head" if fam == "glm4_moe" and cfg.get_bool("use_qk_norm") else "")
+    if qk == "olmoe":  # sized from hidden_size, whatever head_dim says
         t.norm(h, bias=False)
         t.norm(h // max(1, heads) * kv, bias=False)
-    elif fam == "olmo3":
+    elif qk == "full":
         t.norm(q + k, bias=False)
-    elif gated or (fam == "glm4_moe" and cfg.get_bool("use_qk_norm")):
+    elif qk == "head":
         t.norm(hd, bias=False, times=2)
 
 
@@ -88,9 +98,9 @@ def _gated_delta_net(cfg: ModelConfig, t: Tally) -> None:
     t.linear("attention", value, h)
 
 
-def _gated_mlp(t: Tally, group: str, h: int, f: int) -> None:
-    t.linear(group, h, f, times=2)
-    t.linear(group, f, h)
+def _gated_mlp(t: Tally, group: str, h: int, f: int, bias: bool = False) -> None:
+    t.linear(group, h, f, bias=bias, times=2)
+    t.linear(group, f, h, bias=bias)
 
 
 def _moe(cfg: ModelConfig, t: Tally) -> None:
