@@ -195,6 +195,9 @@ def _cache_bytes(cache: Any) -> int:
         elif isinstance(x, list | tuple):
             for y in x:
                 visit(y)
+        elif isinstance(x, dict):  # recurrent layers keep their states by index
+            for y in x.values():
+                visit(y)
         elif hasattr(x, "__dict__"):
             for y in vars(x).values():
                 visit(y)

@@ -15,11 +15,11 @@ from tracker.planner import plan_to_json, render_plan_text
 
 
 def test_unknown_model_type_gets_a_clear_finding_and_no_numbers() -> None:
-    p = plan_of({"model_type": "mamba2", "architectures": ["Mamba2ForCausalLM"],
+    p = plan_of({"model_type": "rwkv", "architectures": ["RwkvForCausalLM"],
                  "hidden_size": 2560, "num_hidden_layers": 64, "vocab_size": 50280})
     assert not p.supported
     assert p.findings[0].id == "unsupported-architecture"
-    assert p.findings[0].level.value == "error" and "mamba2" in p.findings[0].message
+    assert p.findings[0].level.value == "error" and "rwkv" in p.findings[0].message
     j = plan_to_json(p)
     assert j["params"]["total"] is None and j["memory_bytes"]["full_finetune"] is None
     assert all(v == {"full_finetune": None, "lora": None, "serve": None}

@@ -21,12 +21,19 @@ from tracker.extract.model_config_families import (
     REMOTE_ALIASES,
     REMOTE_FAMILIES,
 )
+from tracker.extract.model_config_multimodal import (
+    COMPOSITES,
+    MULTIMODAL_INT_KEYS,
+    PLANNED_AS,
+    sub_config,
+)
 from tracker.extract.model_config_newest import (
     NEWEST_COMPOSITES,
     NEWEST_INT_KEYS,
     NEWEST_MOE,
     derive_newest,
 )
+from tracker.extract.model_config_ssm import ATTENTION_FREE, SSM_INT_KEYS, derive_ssm
 from tracker.model.plan import ModelConfig, Quantization, RopeScaling
 
 MAX_DIM = 1 << 40  # no real dimension comes near; bigger is hostile or a typo
@@ -41,7 +48,7 @@ _COMPOSITE_SUBS = {
 #: Keys whose value must be a non-negative integer where present (None allowed).
 _INT_KEYS = frozenset(
     ["vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "intermediate_size", "max_position_embeddings", "n_embd", "n_layer", "n_head", "n_inner", "n_positions", "d_model", "n_layers", "n_heads", "dim", "hidden_dim", "d_ff", "d_kv", "num_layers", "num_heads", "num_decoder_layers", "encoder_layers", "decoder_layers", "encoder_ffn_dim", "decoder_ffn_dim", "encoder_attention_heads", "decoder_attention_heads", "num_kv_heads", "ffn_hidden_size", "word_embed_proj_dim", "embedding_size", "moe_intermediate_size", "shared_expert_intermediate_size", "num_local_experts", "n_routed_experts", "num_experts", "num_experts_per_tok", "n_shared_experts", "first_k_dense_replace", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "type_vocab_size", "image_size", "patch_size", "num_channels", "projection_dim", "max_seq_len", "expansion_ratio", "decoder_sparse_step", "max_source_positions", "max_target_positions", "num_mel_bins", "sliding_window", "rotary_dim", "max_relative_positions", "position_buckets", "conv_kernel_size", "relative_attention_num_buckets", "pooler_hidden_size", "num_labels"]
-) | NEWEST_INT_KEYS
+) | NEWEST_INT_KEYS | SSM_INT_KEYS | MULTIMODAL_INT_KEYS
 _CORE = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "n_layer",
          "n_layers", "num_layers", "n_embd", "d_model", "dim", "encoder_layers",
          "decoder_layers", "num_decoder_layers")
@@ -64,7 +71,7 @@ def parse_model_config(config: Any) -> ModelConfig:
         architecture = archs[0][:MAX_STR]
     remote = isinstance(config.get("auto_map"), dict)
     key = MODEL_TYPE_ALIASES.get(model_type or "", model_type or "")
-    family = REMOTE_FAMILIES.get(key) or (key if key in DEFAULTS else None)
+    family = REMOTE_FAMILIES.get(key) or (PLANNED_AS.get(key, key) if key in DEFAULTS else None)
     if family is None and _generic_decoder(config, architecture):
         try:
             generic = _build(config, model_type, architecture, "llama", "llama",
@@ -76,7 +83,7 @@ def parse_model_config(config: Any) -> ModelConfig:
     if family is None:
         return ModelConfig(model_type, architecture, None, values=_scalars(config, issues),
                            remote_code=remote, issues=tuple(issues))
-    aliases = {**ALIASES.get(family, {}), **EXTRA_ALIASES.get(family, {}),
+    aliases = {**ALIASES.get(family, {}), **ALIASES.get(key, {}), **EXTRA_ALIASES.get(family, {}),
                **REMOTE_ALIASES.get(key, {})}
     try:
         return _build(config, model_type, architecture, family, key, aliases, remote, issues)
@@ -105,7 +112,7 @@ def _generic_decoder(config: dict[str, Any], architecture: str | None) -> bool:
 def _build(config: dict[str, Any], model_type: str | None, architecture: str | None,
            family: str, key: str, aliases: dict[str, str], remote: bool,
            issues: list[str]) -> ModelConfig:
-    values: dict[str, Any] = dict(DEFAULTS[family])
+    values: dict[str, Any] = dict(DEFAULTS[key] if key in DEFAULTS else DEFAULTS[family])
     user = _scalars(config, issues)
     for k, v in user.items():
         values[aliases.get(k, k)] = v
@@ -117,6 +124,10 @@ def _build(config: dict[str, Any], model_type: str | None, architecture: str | N
         sub_cfg = dict(sub_raw) if isinstance(sub_raw, dict) else {}
         sub_cfg["model_type"] = sub_family
         sub = parse_model_config(sub_cfg)
+        subs[sub_key.removesuffix("_config")] = sub
+        issues.extend(f"{sub_key}: {m}" for m in sub.issues)
+    for sub_key in COMPOSITES.get(family, {}):  # vision-language: a tower, a language model
+        sub = parse_model_config(sub_config(family, sub_key, config.get(sub_key)))
         subs[sub_key.removesuffix("_config")] = sub
         issues.extend(f"{sub_key}: {m}" for m in sub.issues)
     _derive(family, values, user)
@@ -221,6 +232,9 @@ def _derive(family: str, v: dict[str, Any], user: dict[str, Any]) -> None:
         v["pooler_output_size"] = hidden
     if family == "gpt_bigcode":
         v["num_key_value_heads"] = 1 if v.get("multi_query") else v.get("n_head")
+    derive_ssm(family, v)
+    if family == "modernbert" and _is_int(v.get("local_attention")):
+        v["sliding_window"] = v["local_attention"]  # what a local layer attends to
     if family == "phi" and "intermediate_size" in user and user["intermediate_size"] is None \
             and _is_int(hidden):
         v["intermediate_size"] = 4 * hidden  # MixFormer's n_inner = None
@@ -257,6 +271,10 @@ def _derive_layer_types(family: str, v: dict[str, Any], user: dict[str, Any]) ->
         types = ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(n)]
     elif family in ("mistral", "mixtral", "starcoder2", "cohere") and _is_int(window):
         types = ["sliding_attention"] * n
+    elif family == "modernbert":
+        every = v.get("global_attn_every_n_layers")
+        every = every if _is_int(every) and every > 0 else 3
+        types = ["sliding_attention" if i % every else "full_attention" for i in range(n)]
     else:
         return
     v["layer_types"] = types
@@ -280,7 +298,8 @@ def _typed(model_type: str | None, architecture: str | None, family: str, v: dic
            fatal: bool, quant: Quantization | None = None) -> ModelConfig:
     """The family-independent view: dimensions under one set of names."""
     text = subs.get("text")
-    if family in ("gemma3", "clip", *NEWEST_COMPOSITES) and text is not None:
+    if (family in ("gemma3", "clip", *NEWEST_COMPOSITES) or family in COMPOSITES) \
+            and text is not None:
         return _composite(model_type, architecture, family, v, text, subs, remote, issues, fatal,
                           quant)
     hidden = _first(v, "hidden_size", "n_embd", "d_model", "dim") or 0
@@ -293,9 +312,12 @@ def _typed(model_type: str | None, architecture: str | None, family: str, v: dic
         kv = 1 if v.get("multi_query") else heads
     if family in ("deepseek_v2", "deepseek_v3"):
         kv = heads
+    attention_free = family in ATTENTION_FREE
+    if attention_free:  # Mamba: its num_heads are the scan's, not attention heads
+        heads = kv = 0
     head_dim = _first(v, "head_dim", "d_kv") if family not in _HEAD_DIM_IGNORED else None
     explicit = head_dim is not None and ("head_dim" in user or "d_kv" in user)
-    if head_dim is None:
+    if head_dim is None or attention_free:
         head_dim = hidden // heads if heads else 0
     inter = _first(v, "intermediate_size", "ffn_hidden_size", "hidden_dim", "d_ff", "ffn_dim",
                    "decoder_ffn_dim", "n_inner")
@@ -320,14 +342,14 @@ def _typed(model_type: str | None, architecture: str | None, family: str, v: dic
         experts_per_token=_first(v, "num_experts_per_tok") or 0 if family in _MOE else 0,
         rope_scaling=_rope(user, issues), quantization=quant,
         remote_code=remote, head_dim_explicit=explicit, sub=subs, issues=tuple(issues),
-        fatal=fatal or not (hidden and layers and heads),
+        fatal=fatal or not (hidden and layers and (heads or attention_free)),
     )
 
 
 _HEAD_DIM_IGNORED = frozenset(
     ["gpt2", "gpt_neox", "gptj", "gpt_bigcode", "bloom", "opt", "mpt", "falcon", "bert", "roberta", "xlm-roberta", "distilbert", "deberta-v2", "electra", "bart", "whisper", "vit", "stablelm", "clip_text_model", "clip_vision_model", "siglip_vision_model"]
-)
-_MOE = frozenset(["mixtral", "qwen2_moe", "qwen3_moe", "granitemoe", "deepseek_v2", "deepseek_v3", "gpt_oss"]) | NEWEST_MOE
+) | {"modernbert", "mpnet", "pixtral", "qwen3_vl_vision", "qwen3_vl_moe_vision"}
+_MOE = frozenset(["mixtral", "qwen2_moe", "qwen3_moe", "granitemoe", "deepseek_v2", "deepseek_v3", "gpt_oss"]) | NEWEST_MOE | {"jamba"}
 
 
 def _composite(model_type: str | None, architecture: str | None, family: str,
@@ -342,6 +364,7 @@ def _composite(model_type: str | None, architecture: str | None, family: str,
         intermediate_size=text.intermediate_size, context=text.context,
         tie_word_embeddings=text.tie_word_embeddings, torch_dtype=_dtype(v) or text.torch_dtype,
         sliding_window=text.sliding_window, layer_types=text.layer_types,
+        num_experts=text.num_experts, experts_per_token=text.experts_per_token,
         rope_scaling=text.rope_scaling, quantization=quant, remote_code=remote,
         head_dim_explicit=text.head_dim_explicit, sub=subs, issues=tuple(issues),
         fatal=fatal or any(s.fatal for s in subs.values()),

@@ -12,10 +12,13 @@ from typing import Any
 
 from tracker.extract.model_config_decoders import DECODERS
 from tracker.extract.model_config_encoders import ENCODERS
+from tracker.extract.model_config_multimodal import ALIASES_MULTIMODAL, MULTIMODAL
 from tracker.extract.model_config_newest import NEWEST, NEWEST_ALIASES
 from tracker.extract.model_config_seq2seq import SEQ2SEQ
+from tracker.extract.model_config_ssm import ALIASES_SSM, SSM
 
-DEFAULTS: dict[str, dict[str, Any]] = {**DECODERS, **ENCODERS, **SEQ2SEQ, **NEWEST}
+DEFAULTS: dict[str, dict[str, Any]] = {**DECODERS, **ENCODERS, **SEQ2SEQ, **NEWEST, **SSM,
+                                       **MULTIMODAL}
 
 ALIASES: dict[str, dict[str, str]] = {
     "bart": {'hidden_size': 'd_model', 'num_attention_heads': 'encoder_attention_heads', 'num_hidden_layers': 'encoder_layers'},
@@ -34,7 +37,7 @@ ALIASES: dict[str, dict[str, str]] = {
     "qwen3_moe": {'num_experts': 'num_local_experts'},
     "t5": {'head_dim': 'd_kv', 'hidden_size': 'd_model', 'num_attention_heads': 'num_heads', 'num_hidden_layers': 'num_layers'},
     "whisper": {'hidden_size': 'd_model', 'num_attention_heads': 'encoder_attention_heads', 'num_hidden_layers': 'encoder_layers', 'num_key_value_heads': 'encoder_attention_heads'},
-    **NEWEST_ALIASES,
+    **NEWEST_ALIASES, **ALIASES_SSM, **ALIASES_MULTIMODAL,
 }
 
 #: Remote-code model types (``auto_map``) whose published modelling code builds the same

@@ -184,6 +184,7 @@ class MemoryPlan:
     serve_per_sequence: int | None = None  # what a served sequence adds; None: ``kv_cache``
     context_tokens: int = 0  # the model's full context
     kv_cache_full_context: int = 0  # the KV cache of one sequence at the full context
+    recurrent_state: int = 0  # of ``kv_cache``: recurrent layers' fixed state (Mamba, DeltaNet)
 
     @property
     def full_finetune(self) -> int:

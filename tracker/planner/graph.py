@@ -73,6 +73,8 @@ def build_graph(cfg: ModelConfig,
         append(GraphNode(k + 1, f"{p}{norm}_{i}_1", norm, shape))
         append(GraphNode(k + 2, f"{p}Attention_{i}", lab[0], shape))
         append(GraphNode(k + 3, f"{p}Add_{i}_1", "Add", shape))
+        if spec.mlp == "none":  # a Mamba block: norm, mixer, residual
+            continue
         if spec.cross:
             append(GraphNode(k + 4, f"{p}Cross_Attention_{i}", "Cross Attention", shape))
             append(GraphNode(k + 5, f"{p}Add_{i}_2", "Add", shape))

@@ -11,15 +11,18 @@ from dataclasses import dataclass
 
 from tracker.model.plan import ModelConfig
 from tracker.planner.params import BERTS
+from tracker.planner.params_modernbert_mpnet import ROPE_ENCODERS
+from tracker.planner.params_multimodal import MULTIMODAL_FAMILIES
+from tracker.planner.params_ssm import SSM_FAMILIES
 
 GATED = frozenset(
     ["llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "phi3", "stablelm", "olmo", "olmo2", "cohere", "granite", "granitemoe", "deepseek_v2", "deepseek_v3", "gpt_oss"]
-)
-ENCODER_ONLY = BERTS | {"distilbert", "deberta-v2", "electra", "vit", "clip"}
+) | {"modernbert"}
+ENCODER_ONLY = BERTS | {"distilbert", "deberta-v2", "electra", "vit", "clip"} | ROPE_ENCODERS
 SEQ2SEQ = frozenset({"t5", "mt5", "bart", "whisper"})
 LAYERNORM = frozenset(
     ["gpt2", "gpt_neox", "gptj", "gpt_bigcode", "falcon", "bloom", "opt", "mpt", "stablelm", "starcoder2", "phi", "cohere", "bert", "roberta", "xlm-roberta", "distilbert", "deberta-v2", "electra", "bart", "whisper", "vit", "clip"]
-)
+) | ROPE_ENCODERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +51,11 @@ class LayerSpec:
 def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
     """Every layer of the model, encoder first for encoder-decoders."""
     fam = cfg.family or ""
-    if fam == "gemma3":
+    if fam in SSM_FAMILIES:
+        from tracker.planner.layers_ssm import ssm_specs  # it builds LayerSpecs: imported late
+
+        return ssm_specs(cfg)
+    if fam == "gemma3" or fam in MULTIMODAL_FAMILIES:
         text = cfg.sub.get("text")
         return layer_specs(text) if text is not None else ()
     from tracker.planner import layers_newest  # it builds on LayerSpec: imported when used
@@ -149,6 +156,8 @@ def attention_label(spec: LayerSpec) -> str:
         return f"{spec.mixer or 'Recurrent'} (fixed state)"
     name = {"mha": "Multi-Head Attention", "gqa": "Grouped-Query Attention",
             "mqa": "Multi-Query Attention", "mla": "Multi-head Latent Attention"}[spec.attention]
+    if spec.mixer:  # a hybrid layer running a recurrent mixer beside its attention
+        name = f"{name} + {spec.mixer}"
     return f"{name} (sliding {spec.window})" if spec.window else name
 
 

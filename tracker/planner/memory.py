@@ -79,6 +79,8 @@ def layer_activations(spec: LayerSpec, s: int) -> int:
         mlp = 3 * s * h + 4 * s * spec.ffn
     elif spec.mlp == "gated":
         mlp = 3 * s * h + 6 * s * spec.ffn
+    elif spec.mlp == "none":  # a Mamba block: the mixer is its only sublayer
+        mlp = 0
     else:
         mlp = 3 * s * h + 4 * s * spec.experts  # router logits in fp32
         mlp += spec.top_k * 6 * s * spec.ffn + 6 * s * spec.shared_ffn
@@ -100,13 +102,18 @@ def kv_cache(specs: tuple[LayerSpec, ...], tokens: int, cross_tokens: int = 0) -
     return total
 
 
+def recurrent_state(specs: tuple[LayerSpec, ...]) -> int:
+    """The part of a sequence's cache that recurrent layers hold whatever its length."""
+    return sum(spec.state_bytes for spec in specs)
+
+
 def weight_bytes(cfg: ModelConfig, t: Tally) -> int:
     """Bytes of the weights as served: bf16, or the checkpoint's quantized width where it is."""
     total = t.total
     q = cfg.quantization
     if q is None:
         return total * BF16
-    groups = ("experts",) if q.scope == "experts" else ("attention", "mlp", "experts")
+    groups = ("experts",) if q.scope == "experts" else ("attention", "mixer", "mlp", "experts")
     narrow = sum(t.linear_weights.get(g, 0) for g in groups)
     return int((total - narrow) * BF16 + narrow * q.bits / 8)
 
@@ -147,6 +154,7 @@ def memory_plan(cfg: ModelConfig, t: Tally, specs: tuple[LayerSpec, ...] | None 
             kv_cache=kv_cache(specs, serve, cross), lora_params=t.lora,
             stored_weights=stored_weight_bytes(cfg, t), method="seed", context_tokens=context,
             kv_cache_full_context=kv_cache(specs, context, cross and context),
+            recurrent_state=recurrent_state(specs),
         )
     full_fixed, full_act = traced.linear_fit(traced.full_phases(cfg, t, specs, s))
     lora_fixed, lora_act = traced.linear_fit(traced.lora_phases(cfg, t, specs, s, weights))
@@ -159,6 +167,7 @@ def memory_plan(cfg: ModelConfig, t: Tally, specs: tuple[LayerSpec, ...] | None 
         serve_per_sequence=_encoder_prefill(cfg, specs, serve) if encoder else None,
         context_tokens=context,
         kv_cache_full_context=0 if encoder else kv_cache(specs, context, cross and context),
+        recurrent_state=recurrent_state(specs),
     )
 
 

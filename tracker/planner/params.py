@@ -19,8 +19,16 @@ from tracker.planner.params_encoder import (
     count_electra,
     count_vit,
 )
+from tracker.planner.params_modernbert_mpnet import ROPE_ENCODERS, count_modernbert_mpnet
+from tracker.planner.params_multimodal import (
+    MULTIMODAL_FAMILIES,
+    VISION_TOWERS,
+    count_multimodal,
+    count_vision_tower,
+)
 from tracker.planner.params_newest import NEWEST_DECODERS, count_llama4_vision
 from tracker.planner.params_seq2seq import count_bart, count_t5, count_whisper
+from tracker.planner.params_ssm import SSM_FAMILIES, count_ssm, ssm_head
 from tracker.planner.tally import Tally
 
 DECODERS = frozenset(
@@ -32,6 +40,8 @@ SEQ2SEQ = frozenset({"t5", "mt5", "bart", "whisper"})
 SUPPORTED = DECODERS | ENCODERS | SEQ2SEQ | {"gemma3", "clip", "clip_text_model",
                                              "clip_vision_model", "siglip_vision_model",
                                              "llama4"}
+# state-space / hybrid, vision-language, ModernBERT and MPNet (issue 14)
+SUPPORTED |= SSM_FAMILIES | MULTIMODAL_FAMILIES | VISION_TOWERS | ROPE_ENCODERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +87,15 @@ def count_params(cfg: ModelConfig) -> Counted:
         _clip(cfg, arch, t, notes)
     elif fam == "llama4":
         _llama4(cfg, arch, t, notes)
+    elif fam in SSM_FAMILIES:
+        count_ssm(cfg, t)
+        ssm_head(cfg, arch, t, notes)
+    elif fam in MULTIMODAL_FAMILIES:
+        count_multimodal(cfg, arch, t, notes)
+    elif fam in ROPE_ENCODERS:
+        count_modernbert_mpnet(cfg, arch, t, notes)
+    elif fam in VISION_TOWERS - {"clip_vision_model", "siglip_vision_model"}:
+        count_vision_tower(cfg, t)
     elif fam in ("clip_text_model", "clip_vision_model", "siglip_vision_model"):
         count_clip_tower(cfg, t)
         if arch.endswith("WithProjection"):

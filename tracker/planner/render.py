@@ -52,6 +52,7 @@ def plan_to_json(plan: Plan) -> dict[str, Any]:
             "lora_adapter_params": m.lora_params if ok else None,
             "checkpoint_weights": m.stored_weights if ok else None,
             "kv_cache_full_context": m.kv_cache_full_context if ok else None,
+            "recurrent_state": m.recurrent_state if ok else None,
             # largest batch = floor((card / 1.15 - fixed) / per_sample), per mode
             "fixed": {"full_finetune": m.full_fixed if ok else None,
                       "lora": m.lora_fixed if ok else None,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 LORA_RANK = 16
-GROUPS = ("embeddings", "attention", "mlp", "experts", "router", "norms", "head", "other")
+GROUPS = ("embeddings", "attention", "mixer", "mlp", "experts", "router", "norms", "head", "other")
 
 
 class Tally:
