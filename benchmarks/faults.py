@@ -9,8 +9,11 @@
   slow hook  a polling cycle while the delivery worker is stuck in a receiver that takes 30 s:
              cycle seconds (the issue: 31-39 s)
   lease      how long a crashed deliverer's leased rows wait (the issue: 10 minutes)
+  takeover   two `hubwatch run` processes, lease_seconds = 10, the repo's holder SIGKILLed mid-check:
+             seconds until the survivor asks the Hub for the repo (the issue: 11-76 s; the bound:
+             lease_seconds plus one claim interval, 12.5 s), on SQLite and, with --pg URL, PostgreSQL
 
-Run from the repository root:  .venv/bin/python benchmarks/faults.py
+Run from the repository root:  .venv/bin/python benchmarks/faults.py [--pg postgresql+psycopg://...]
 """
 
 from __future__ import annotations
@@ -24,9 +27,12 @@ from tests.hubemu import hf_test_env
 
 hf_test_env()
 
+import argparse  # noqa: E402
+import os  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from datetime import UTC, datetime, timedelta  # noqa: E402
 
 from advisories.webhooks import new_secret  # noqa: E402
@@ -34,6 +40,7 @@ from storage import open_store  # noqa: E402
 from storage import subscriptions as subs  # noqa: E402
 from tests.api.data import seed_history, settings  # noqa: E402
 from tests.daemon.helpers import make_daemon, tiny_repo  # noqa: E402
+from tests.faults.test_lease_takeover import kill_the_holder_mid_check  # noqa: E402
 from tests.faults.test_migration_kills import _first_starts  # noqa: E402
 from tests.hubemu import HubEmulator  # noqa: E402
 from tests.webhooks.receiver import Receiver  # noqa: E402
@@ -125,16 +132,53 @@ def slow_hook(tmp: Path) -> None:
     store.close()
 
 
+def takeover(tmp: Path, pg_url: str | None, runs: int = 3) -> None:
+    for name, make_url in (("sqlite", lambda i: f"sqlite:///{tmp / f'take{i}.db'}"), ("postgresql", pg_database)):
+        if name == "postgresql" and not pg_url:
+            continue
+        delays, after_expiry = [], []
+        for i in range(runs):
+            (tmp / f"take{name}{i}").mkdir()
+            url = make_url(i) if name == "sqlite" else make_url(pg_url, i)  # type: ignore[operator]
+            t = kill_the_holder_mid_check(url, tmp / f"take{name}{i}", lease_seconds=10, tick_seconds=2.5)
+            delays.append(t.delay)
+            after_expiry.append(t.taken_at - t.expired_at)
+        print(f"takeover   {name:10} lease 10 s, claim every 2.5 s, {runs} kills: taken over "
+              f"{min(delays):.1f}-{max(delays):.1f}s after the kill, {min(after_expiry):.2f}-{max(after_expiry):.2f}s "
+              "after the lease ran out (bound 12.5 s)")
+
+
+def pg_database(admin_url: str, i: int) -> str:
+    """A fresh database on the server of ``admin_url`` (postgresql+psycopg://user@host:port/db)."""
+    import psycopg
+
+    name = f"hubwatch_bench_takeover_{os.getpid()}_{i}"
+    plain = admin_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(plain, autocommit=True) as c:
+        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        c.execute(f'CREATE DATABASE "{name}"')
+    return admin_url.rsplit("/", 1)[0] + "/" + name
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pg", help="a PostgreSQL URL whose server may get scratch databases (takeover)")
+    parser.add_argument("--only", choices=["webhooks", "migration", "trickle", "slow_hook", "takeover"])
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        webhooks(tmp)
         (tmp / "mig").mkdir()
-        migration(tmp / "mig")
-        trickle(tmp)
-        slow_hook(tmp)
-    print(f"lease      a crashed deliverer's rows are retried after {lease_seconds(settings()):.0f}s "
-          "(tests/faults/test_delivery_kills.py kills one mid-POST)")
+        runs: dict[str, Callable[[], None]] = {
+            "webhooks": lambda: webhooks(tmp), "migration": lambda: migration(tmp / "mig"),
+            "trickle": lambda: trickle(tmp), "slow_hook": lambda: slow_hook(tmp),
+            "takeover": lambda: takeover(tmp, args.pg),
+        }
+        for name, run in runs.items():
+            if args.only in (None, name):
+                run()
+    if args.only is None:
+        print(f"lease      a crashed deliverer's rows are retried after {lease_seconds(settings()):.0f}s "
+              "(tests/faults/test_delivery_kills.py kills one mid-POST)")
 
 
 if __name__ == "__main__":

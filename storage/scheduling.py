@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import bindparam, case, func, or_, update
@@ -58,6 +58,22 @@ def lease_holders(store: Store, now: datetime) -> set[str]:
             ).distinct()
         ).all()
         return {r for r in rows if r}
+
+
+def next_takeover(store: Store, owner: str, *, now: datetime) -> datetime | None:
+    """The soonest moment a lease held by another daemon runs out on a repo due by then: when a
+    daemon that died holding it leaves it to be claimed. Live daemons renew theirs a good part of
+    a lease ahead, so this is only ever near for a dead one's."""
+    with store.session() as s:
+        at = s.exec(
+            select(func.min(RepoRow.lease_expires_at)).where(
+                col(RepoRow.active), col(RepoRow.lease_owner).is_not(None), col(RepoRow.lease_owner) != owner,
+                col(RepoRow.lease_expires_at) > now, col(RepoRow.next_check_at) <= col(RepoRow.lease_expires_at),
+            )
+        ).one()
+    if at is None:
+        return None
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 def count_due(store: Store, now: datetime) -> int:

@@ -45,6 +45,7 @@ class RequestRecord:
     bytes_sent: int = 0  # status line + headers + body actually written
     fault: str | None = None
     headers: dict[str, str] = field(default_factory=dict)  # request headers, lower-case names
+    at: float = field(default_factory=time.time)  # wall clock on arrival (comparable with the database's)
 
 
 class _Server(ThreadingHTTPServer):

@@ -49,6 +49,10 @@ PERMANENT_KINDS = frozenset({"not_found", "gated", "revision_not_found", "invali
 
 CheckFn = Callable[..., CheckResult]
 
+#: After a lease's expiry, how long before claiming it: the clocks of two daemons on one
+#: machine agree; across machines NTP keeps them closer than this.
+TAKEOVER_SLACK = 0.05
+
 
 @dataclass(frozen=True)
 class DaemonConfig:
@@ -152,12 +156,37 @@ class Daemon:
                     # at most a tick: long checks must not stop this daemon from claiming, or an
                     # expired lease of a crashed daemon waits for them (issue 10: takeover within
                     # lease_seconds plus one claim interval; issue 16, point 7: a slow repo never
-                    # holds back the others)
-                    done, running = wait(running, timeout=self.config.tick_seconds, return_when=FIRST_COMPLETED)
+                    # holds back the others); sooner when a dead daemon's lease runs out first
+                    pause = self._until_takeover(at()) if not batch else self.config.tick_seconds
+                    done, running = wait(running, timeout=pause, return_when=FIRST_COMPLETED)
                     results += [f.result() for f in done]
         self._flush_unchanged(at())
         self.stats.queue_lag_seconds = max(lags, default=0.0)
+        self._wake_for_takeover(at())
         return results
+
+    def _until_takeover(self, now: datetime) -> float:
+        """Seconds until the next claim: a tick, or less when another daemon's lease on a due repo
+        runs out sooner (a dead daemon's: a live one renews its leases long before)."""
+        try:
+            at = scheduling.next_takeover(self.store, self.owner, now=now)
+        except DBAPIError:
+            return self.config.tick_seconds
+        if at is None:
+            return self.config.tick_seconds
+        return min(self.config.tick_seconds, max(0.0, (at - now).total_seconds()) + TAKEOVER_SLACK)
+
+    def _wake_for_takeover(self, now: datetime) -> None:
+        """Between cycles, claim again the moment a dead daemon's lease runs out, not at the next
+        tick: takeover within ``lease_seconds`` and a claim's round trip (issue 10)."""
+        sched = self._scheduler
+        if sched is None or self.stopping.is_set():
+            return
+        pause = self._until_takeover(now)
+        if pause >= self.config.tick_seconds:
+            return
+        sched.add_job(self.run_once, "date", run_date=datetime.now(UTC) + timedelta(seconds=pause),
+                      id="hubwatch-takeover", replace_existing=True, misfire_grace_time=None)
 
     def _paused(self, now: datetime) -> bool:
         return self._paused_until is not None and now < self._paused_until
