@@ -45,9 +45,13 @@ HEADS = ("ForCausalLM", "ForSequenceClassification", "ForTokenClassification",
 PREFIX = {"olmoe": "Olmoe", "olmo3": "Olmo3", "glm4_moe": "Glm4Moe", "llama4_text": "Llama4",
           "qwen3_next": "Qwen3Next", "qwen3_5_moe_text": "Qwen3_5Moe", "llama4": "Llama4",
           "smollm3": "SmolLM3", "glm4": "Glm4", "seed_oss": "SeedOss", "minimax_m2": "MiniMaxM2",
-          "exaone4": "Exaone4"}
+          "exaone4": "Exaone4", "qwen3_5_text": "Qwen3_5", "qwen3_5": "Qwen3_5",
+          "qwen3_5_moe": "Qwen3_5Moe"}
 #: Classes whose config is the composite one (the others take the text config).
-COMPOSITE_HEADS = {"llama4": ("ForConditionalGeneration",)}
+COMPOSITE_HEADS = {"llama4": ("ForConditionalGeneration",),
+                   "qwen3_5": ("ForConditionalGeneration", "ForSequenceClassification",
+                               "ForTokenClassification", "Model"),
+                   "qwen3_5_moe": ("ForConditionalGeneration", "Model")}
 
 
 def count_unique(model: Any) -> int:
@@ -100,7 +104,7 @@ def variant(model_type: str, r: random.Random) -> dict[str, Any]:
                 "no_rope_layer_interval": r.randint(2, 4), "use_qk_norm": r.random() < 0.7,
                 "attention_chunk_size": r.choice([None, 32])}
         cfg.setdefault("head_dim", cfg["hidden_size"] // cfg["num_attention_heads"])
-    elif model_type in ("qwen3_next", "qwen3_5_moe_text"):
+    elif model_type in ("qwen3_next", "qwen3_5_moe_text", "qwen3_5_text"):
         cfg |= {"num_experts": e, "num_experts_per_tok": r.randint(1, e),
                 "moe_intermediate_size": r.choice([16, 24]),
                 "shared_expert_intermediate_size": r.choice([16, 32]),
@@ -108,6 +112,10 @@ def variant(model_type: str, r: random.Random) -> dict[str, Any]:
                 "linear_key_head_dim": r.choice([8, 16]), "linear_value_head_dim": r.choice([8, 16]),
                 "linear_conv_kernel_dim": r.choice([2, 4]), "full_attention_interval": r.randint(2, 3)}
         cfg.setdefault("head_dim", r.choice([8, 16]))
+        if model_type == "qwen3_5_text":
+            for k in ("num_experts", "num_experts_per_tok", "moe_intermediate_size",
+                      "shared_expert_intermediate_size"):
+                cfg.pop(k)
         if model_type == "qwen3_next":
             cfg |= {"decoder_sparse_step": r.randint(1, 2),
                     "mlp_only_layers": r.sample(range(cfg["num_hidden_layers"]), r.randint(0, 1))}
@@ -122,6 +130,20 @@ def variant(model_type: str, r: random.Random) -> dict[str, Any]:
         cfg.setdefault("head_dim", cfg["hidden_size"] // cfg["num_attention_heads"])
     elif model_type == "exaone4":
         cfg |= {"sliding_window": r.choice([16, 64]), "sliding_window_pattern": r.randint(2, 4)}
+    elif model_type in ("qwen3_5", "qwen3_5_moe"):
+        text = variant(model_type + "_text", r)
+        vh = r.choice([2, 4]) * 8
+        labels = text.pop("id2label")
+        tie = text["tie_word_embeddings"]
+        return {"model_type": model_type, "tie_word_embeddings": tie, "id2label": labels,
+                "text_config": text,
+                "vision_config": {"model_type": model_type + "_vision", "hidden_size": vh,
+                                  "num_heads": vh // 8, "depth": r.randint(1, 2),
+                                  "intermediate_size": r.choice([32, 64]), "patch_size": 4,
+                                  "temporal_patch_size": r.choice([1, 2]),
+                                  "spatial_merge_size": r.choice([1, 2]),
+                                  "num_position_embeddings": r.choice([16, 64]),
+                                  "out_hidden_size": text["hidden_size"]}}
     elif model_type == "llama4":
         text = variant("llama4_text", r)
         vh = r.choice([2, 4]) * 8
@@ -167,6 +189,8 @@ def head_classes(model_type: str) -> list[str]:
                  or n.endswith("TextModel")]
     if model_type == "qwen3_5_moe_text":
         names = [n for n in names if not n.endswith(("ForConditionalGeneration", "5MoeModel"))]
+    if model_type == "qwen3_5_text":  # the text config's classes (the others take the composite)
+        names = ["Qwen3_5ForCausalLM", "Qwen3_5TextModel", "Qwen3_5TextForSequenceClassification"]
     return [n for n in names if getattr(transformers, n, None) is not None]
 
 
@@ -209,8 +233,7 @@ def write_fixtures() -> int:
         arch = cfg["architectures"][0]
         want = theirs(cfg, arch)
         heads: dict[str, int] = {}
-        text = cfg.get("text_config", cfg)
-        for cls_name in head_classes(text["model_type"]) if cfg is text else ():
+        for cls_name in head_classes(cfg["model_type"]):
             if cls_name != arch:
                 heads[cls_name] = theirs(cfg, cls_name) or 0
         table[path.name] = {"architecture": arch, "params": want, "heads": heads}

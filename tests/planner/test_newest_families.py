@@ -44,8 +44,8 @@ def test_every_fixture_is_counted() -> None:
     assert names == set(table())
     families = {parse_model_config(load(n)).family for n in names}
     assert families == {"llama4", "qwen3_next", "olmoe", "olmo3", "glm4_moe", "smollm3", "glm4",
-                        "seed_oss", "minimax_m2", "exaone4"}
-    assert len(CASES) >= 40
+                        "seed_oss", "minimax_m2", "exaone4", "qwen3_5", "qwen3_5_moe"}
+    assert len(CASES) >= 48
 
 
 @pytest.mark.parametrize(("name", "arch", "count"), CASES)
@@ -66,6 +66,8 @@ def test_exact_count(name: str, arch: str, count: int) -> None:
     ("zai-org__GLM-4.5-Air.json", 11.5e9, 13e9),  # "12B active"
     ("zai-org__GLM-4.5.json", 31e9, 33e9),  # "32B active"
     ("MiniMaxAI__MiniMax-M2.json", 9.5e9, 10.5e9),  # "10B active"
+    ("Qwen__Qwen3.5-35B-A3B.json", 2.9e9, 3.9e9),  # "A3B" (the vision tower included)
+    ("Qwen__Qwen3.5-397B-A17B.json", 16.5e9, 17.5e9),  # "A17B"
 ])
 def test_active_parameters_match_the_published_figure(name: str, low: float,
                                                       high: float) -> None:
@@ -118,6 +120,16 @@ def test_glm45_dense_prefix_and_olmo3_sliding_layers() -> None:
         assert [s.window for s in specs[:4]] == [4096, 4096, 4096, None]
     smol = layer_specs(parse_model_config(load("HuggingFaceTB__SmolLM3-3B.json")))
     assert {s.window for s in smol} == {None}  # use_sliding_window is off
+
+
+def test_qwen3_5_multimodal_counts_the_vision_tower_and_sizes_the_text_layers() -> None:
+    raw = load("Qwen__Qwen3.5-27B.json")
+    p = plan_of(raw)
+    assert p.params.groups["other"] > 0.4e9  # the 27-block vision tower and its merger
+    specs = layer_specs(parse_model_config(raw))
+    assert len(specs) == 64 and sum(s.attention == "recurrent" for s in specs) == 48
+    state = gated_delta_net(16, 48, 128, 128, 4).bytes
+    assert p.memory.kv_cache == 48 * state + 16 * 2 * 4 * 256 * 2 * 512
 
 
 def test_structure_and_json_name_the_linear_attention() -> None:

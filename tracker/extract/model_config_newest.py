@@ -12,6 +12,22 @@ from __future__ import annotations
 
 from typing import Any
 
+#: Qwen3.5's vision tower (dense and MoE checkpoints alike), under the canonical key names.
+_QWEN3_5_VISION: dict[str, Any] = {
+    "hidden_act": "gelu_pytorch_tanh",
+    "hidden_size": 1152,
+    "in_channels": 3,
+    "intermediate_size": 4304,
+    "is_encoder_decoder": False,
+    "num_attention_heads": 16,
+    "num_hidden_layers": 27,
+    "num_position_embeddings": 2304,
+    "out_hidden_size": 3584,
+    "patch_size": 16,
+    "spatial_merge_size": 2,
+    "temporal_patch_size": 2,
+}
+
 NEWEST: dict[str, dict[str, Any]] = {
     "olmoe": {
         "attention_bias": False,
@@ -230,6 +246,30 @@ NEWEST: dict[str, dict[str, Any]] = {
         "tie_word_embeddings": False,
         "vocab_size": 102400,
     },
+    "qwen3_5_text": {
+        "attention_bias": False,
+        "full_attention_interval": 4,
+        "head_dim": 256,
+        "hidden_act": "silu",
+        "hidden_size": 4096,
+        "intermediate_size": 12288,
+        "is_encoder_decoder": False,
+        "linear_conv_kernel_dim": 4,
+        "linear_key_head_dim": 128,
+        "linear_num_key_heads": 16,
+        "linear_num_value_heads": 32,
+        "linear_value_head_dim": 128,
+        "max_position_embeddings": 32768,
+        "num_attention_heads": 16,
+        "num_hidden_layers": 32,
+        "num_key_value_heads": 4,
+        "tie_word_embeddings": False,
+        "vocab_size": 248320,
+    },
+    "qwen3_5_vision": _QWEN3_5_VISION,
+    "qwen3_5_moe_vision": _QWEN3_5_VISION,
+    "qwen3_5": {"is_encoder_decoder": False, "tie_word_embeddings": False},
+    "qwen3_5_moe": {"is_encoder_decoder": False, "tie_word_embeddings": False},
 }
 
 NEWEST_ALIASES: dict[str, dict[str, str]] = {
@@ -239,20 +279,24 @@ NEWEST_ALIASES: dict[str, dict[str, str]] = {
     "qwen3_next": {"num_local_experts": "num_experts"},
     "qwen3_5_moe_text": {"num_local_experts": "num_experts"},
     "minimax_m2": {"num_experts": "num_local_experts"},
+    "qwen3_5_vision": {"depth": "num_hidden_layers", "num_heads": "num_attention_heads"},
+    "qwen3_5_moe_vision": {"depth": "num_hidden_layers", "num_heads": "num_attention_heads"},
 }
 
 #: Multimodal configs of these families: their towers, parsed as their own families.
 NEWEST_COMPOSITES: dict[str, dict[str, str]] = {
     "llama4": {"text_config": "llama4_text", "vision_config": "llama4_vision_model"},
+    "qwen3_5": {"text_config": "qwen3_5_text", "vision_config": "qwen3_5_vision"},
+    "qwen3_5_moe": {"text_config": "qwen3_5_moe_text", "vision_config": "qwen3_5_moe_vision"},
 }
 
 #: Their integer keys, checked for type and range like the others.
-NEWEST_INT_KEYS = frozenset(["intermediate_size_mlp", "interleave_moe_layer_step", "attention_chunk_size", "no_rope_layer_interval", "vision_output_dim", "projector_input_dim", "projector_output_dim", "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim", "linear_num_key_heads", "linear_num_value_heads", "full_attention_interval", "num_nextn_predict_layers"])
+NEWEST_INT_KEYS = frozenset(["intermediate_size_mlp", "interleave_moe_layer_step", "attention_chunk_size", "no_rope_layer_interval", "vision_output_dim", "projector_input_dim", "projector_output_dim", "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim", "linear_num_key_heads", "linear_num_value_heads", "full_attention_interval", "num_nextn_predict_layers", "in_channels", "temporal_patch_size", "spatial_merge_size", "num_position_embeddings", "out_hidden_size", "depth"])
 #: The families whose MLP is (partly) a mixture of experts.
 NEWEST_MOE = frozenset(["olmoe", "glm4_moe", "llama4_text", "qwen3_next", "qwen3_5_moe_text",
                         "minimax_m2"])
 #: Families with Gated DeltaNet linear-attention layers beside full attention.
-LINEAR_ATTENTION = frozenset(["qwen3_next", "qwen3_5_moe_text"])
+LINEAR_ATTENTION = frozenset(["qwen3_next", "qwen3_5_moe_text", "qwen3_5_text"])
 
 
 def derive_newest(family: str, v: dict[str, Any], user: dict[str, Any]) -> None:

@@ -26,7 +26,8 @@ from tracker.planner.params_multimodal import (
     count_multimodal,
     count_vision_tower,
 )
-from tracker.planner.params_newest import NEWEST_DECODERS, count_llama4_vision
+from tracker.planner.params_newest import NEWEST_DECODERS
+from tracker.planner.params_newest_multimodal import NEWEST_MULTIMODAL, count_newest_multimodal
 from tracker.planner.params_seq2seq import count_bart, count_t5, count_whisper
 from tracker.planner.params_ssm import SSM_FAMILIES, count_ssm, ssm_head
 from tracker.planner.tally import Tally
@@ -38,8 +39,8 @@ BERTS = frozenset({"bert", "roberta", "xlm-roberta"})
 ENCODERS = BERTS | {"distilbert", "deberta-v2", "electra", "vit"}
 SEQ2SEQ = frozenset({"t5", "mt5", "bart", "whisper"})
 SUPPORTED = DECODERS | ENCODERS | SEQ2SEQ | {"gemma3", "clip", "clip_text_model",
-                                             "clip_vision_model", "siglip_vision_model",
-                                             "llama4"}
+                                             "clip_vision_model", "siglip_vision_model"
+                                             } | NEWEST_MULTIMODAL
 # state-space / hybrid, vision-language, ModernBERT and MPNet (issue 14)
 SUPPORTED |= SSM_FAMILIES | MULTIMODAL_FAMILIES | VISION_TOWERS | ROPE_ENCODERS
 
@@ -85,8 +86,8 @@ def count_params(cfg: ModelConfig) -> Counted:
         _gemma3(cfg, arch, t, notes)
     elif fam == "clip":
         _clip(cfg, arch, t, notes)
-    elif fam == "llama4":
-        _llama4(cfg, arch, t, notes)
+    elif fam in NEWEST_MULTIMODAL:
+        count_newest_multimodal(cfg, arch, t, notes)
     elif fam in SSM_FAMILIES:
         count_ssm(cfg, t)
         ssm_head(cfg, arch, t, notes)
@@ -323,21 +324,6 @@ def _gemma3(cfg: ModelConfig, arch: str, t: Tally, notes: list[str]) -> None:
         t.linear("head", text.hidden_size, text.vocab_size, lora=False)
     elif arch.endswith("ForSequenceClassification"):
         t.linear("head", text.hidden_size, _labels(cfg), lora=False)
-
-
-def _llama4(cfg: ModelConfig, arch: str, t: Tally, notes: list[str]) -> None:
-    """Llama 4 multimodal: vision tower and projector, the text model, its untied head."""
-    text, vision = cfg.sub.get("text"), cfg.sub.get("vision")
-    if text is None or vision is None:
-        return
-    count_decoder(text, t)
-    if not arch.endswith("ForCausalLM"):
-        count_llama4_vision(vision, text.hidden_size, t)
-    if (not arch or arch.endswith(("ForConditionalGeneration", "ForCausalLM"))) \
-            and not text.tie_word_embeddings:
-        t.linear("head", text.hidden_size, text.vocab_size, lora=False)
-    elif arch and not arch.endswith(("Model", "ForConditionalGeneration", "ForCausalLM")):
-        notes.append(f"head of {arch} unknown; counted the base model only")
 
 
 def _clip(cfg: ModelConfig, arch: str, t: Tally, notes: list[str]) -> None:

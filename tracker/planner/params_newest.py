@@ -1,11 +1,12 @@
 """Parameter counts of the newest decoder families, module by module as transformers builds them.
 
 Layer 1 (stage 5, plan), pure. Llama 4 (MoE with a shared expert on every
-``interleave_moe_layer_step``-th layer, dense elsewhere; a parameter-free L2 QK norm; the
-multimodal class's vision tower and projector), Qwen3-Next and Qwen3.5-MoE (Gated DeltaNet
+``interleave_moe_layer_step``-th layer, dense elsewhere; a parameter-free L2 QK norm),
+Qwen3-Next and Qwen3.5 (dense and MoE) (Gated DeltaNet
 layers beside gated full attention, routed plus gated shared experts), OLMoE, OLMo 3 and
-GLM-4.5. Returns the base model; :mod:`tracker.planner.params` adds the head (the same
-Llama-style heads for every family here).
+GLM-4.5, GLM-4, SmolLM 3, Seed-OSS, MiniMax-M2, EXAONE 4. Returns the base model;
+:mod:`tracker.planner.params` adds the head (the same Llama-style heads for every family
+here); the multimodal classes are :mod:`tracker.planner.params_newest_multimodal`'s.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from tracker.model.plan import ModelConfig
 from tracker.planner.tally import Tally
 
 NEWEST_DECODERS = frozenset(["olmoe", "olmo3", "glm4_moe", "llama4_text", "qwen3_next",
-                             "qwen3_5_moe_text", "smollm3", "glm4", "seed_oss", "minimax_m2",
-                             "exaone4"])
+                             "qwen3_5_moe_text", "qwen3_5_text", "smollm3", "glm4", "seed_oss",
+                             "minimax_m2", "exaone4"])
+#: Families with Gated DeltaNet layers (where ``layer_types`` says ``linear_attention``).
+LINEAR_ATTENTION = frozenset(["qwen3_next", "qwen3_5_moe_text", "qwen3_5_text"])
 #: How each family normalizes q and k: per head ("head", head_dim weights each), over the
 #: whole projection ("full"), OLMoE's sizes from hidden_size, or not at all (absent).
 _QK_NORM = {"olmoe": "olmoe", "olmo3": "full", "minimax_m2": "full", "qwen3_next": "head",
-            "qwen3_5_moe_text": "head", "exaone4": "head"}
+            "qwen3_5_moe_text": "head", "qwen3_5_text": "head", "exaone4": "head"}
 
 
 def count_newest(cfg: ModelConfig, t: Tally) -> None:
@@ -32,8 +35,7 @@ def count_newest(cfg: ModelConfig, t: Tally) -> None:
     moe = moe_layers(cfg)
     types = cfg.layer_types
     for i in range(n):
-        if fam in ("qwen3_next", "qwen3_5_moe_text") and i < len(types) \
-                and types[i] == "linear_attention":
+        if fam in LINEAR_ATTENTION and i < len(types) and types[i] == "linear_attention":
             _gated_delta_net(cfg, t)
         else:
             _attention(cfg, t, i)
@@ -69,7 +71,7 @@ def _attention(cfg: ModelConfig, t: Tally, layer: int) -> None:
     bias = cfg.get_bool("attention_bias") and fam not in ("minimax_m2", "exaone4")  # never biased
     o_bias = {"glm4_moe": False, "glm4": False,
               "seed_oss": cfg.get_bool("attention_out_bias")}.get(fam, bias)
-    gated = fam in ("qwen3_next", "qwen3_5_moe_text")  # q_proj also yields the output gate
+    gated = fam in LINEAR_ATTENTION  # q_proj also yields the output gate
     t.linear("attention", h, 2 * q if gated else q, bias=bias)
     t.linear("attention", h, k, bias=bias, times=2)
     t.linear("attention", q, h, bias=o_bias)
@@ -116,22 +118,3 @@ def _moe(cfg: ModelConfig, t: Tally) -> None:
     elif fam in ("qwen3_next", "qwen3_5_moe_text"):
         _gated_mlp(t, "mlp", h, cfg.get_int("shared_expert_intermediate_size"))
         t.linear("router", h, 1, lora=False)  # the shared expert's sigmoid gate
-
-
-def count_llama4_vision(vision: ModelConfig, text_hidden: int, t: Tally) -> None:
-    """Llama 4's vision tower (unfold-conv patches, class and position embeddings, LayerNorm
-    encoder, pixel-shuffle MLP) and the projector into the text model."""
-    v = vision.get_int
-    h, f, n = vision.hidden_size, vision.intermediate_size, vision.num_layers
-    patch, size = v("patch_size", 14), v("image_size", 448)
-    t.linear("other", v("num_channels", 3) * patch * patch, h)
-    t.add("other", h + ((size // max(1, patch)) ** 2 + 1) * h)
-    t.norm(h, times=2 + 2 * n)
-    inner = vision.num_heads * (h // max(1, vision.num_heads))
-    t.linear("other", h, inner, bias=True, times=3 * n)
-    t.linear("other", inner, h, bias=True, times=n)
-    t.linear("other", h, f, bias=True, times=n)
-    t.linear("other", f, h, bias=True, times=n)
-    t.linear("other", f, v("projector_input_dim", 4096))
-    t.linear("other", v("projector_output_dim", 4096), v("projector_output_dim", 4096))
-    t.linear("other", v("vision_output_dim", 7680), text_hidden)
