@@ -54,6 +54,7 @@ __all__ = [
     "is_open",
     "is_shareable_repo_url",
     "mark_history_rewritten",
+    "mark_namespace_reused",
     "parse_timestamp",
     "purl",
     "restores",
@@ -111,16 +112,17 @@ def build_record(
 ) -> dict[str, Any] | None:
     """The OSV record of one revision, or None when it deserves none.
 
-    None for the root commit (``parent`` None: the baseline) and for a revision whose
+    None for the root commit (``parent`` None: the baseline, unless the repo itself changed
+    identity there: namespace reuse starts a fresh baseline that is an advisory) and for a revision whose
     changes are all below LOW (README, model card, other files). ``repository_url``: the
     Hub mirror the repo lives on, when it is not huggingface.co (the purl's qualifier).
     """
     flagged = sorted(
         (c for c in diff.changes if c.severity is not None),
-        key=lambda c: (-c.severity.rank if c.severity else 0, _KIND_ORDER[c.kind], c.path),
-    )
-    if parent is None or not flagged:
-        return None
+        key=lambda c: (-c.severity.rank if c.severity else 0, c.kind not in REPO_EVENTS, _KIND_ORDER[c.kind], c.path),
+    )  # the repo's own events (reuse, rename) lead: they say what the rest is about
+    if not flagged or (parent is None and not any(c.kind in REPO_EVENTS for c in flagged)):
+        return None  # a root is a baseline: only an event of the repo itself makes it a record
     if not is_shareable_repo_url(repo_url):
         raise ValueError(f"a GIT range needs the repo's public URL, not {repo_url!r}")
     sha = full_sha(commit.sha)
@@ -159,7 +161,7 @@ def build_record(
         ],
         "database_specific": {
             "severity": severity.value,
-            "parent": one_line(parent).lower(),
+            "parent": one_line(parent).lower() if parent else None,
             "changes": [_change_entry(c) for c in flagged[:CHANGES_MAX]],
             "plan_delta": jsonable(plan_delta),
         },
@@ -261,6 +263,29 @@ def mark_history_rewritten(
     return _ordered(new)
 
 
+def mark_namespace_reused(
+    record: Mapping[str, Any], *, baseline: str, now: datetime
+) -> dict[str, Any]:
+    """Note that the repo under this name was deleted and another created: this revision is
+    the old repo's, which is gone; the range stays (the record is about what people loaded).
+    ``baseline``: the new repo's first recorded commit (it carries the reuse advisory)."""
+    first = full_sha(baseline)
+    new = copy.deepcopy(dict(record))
+    ds = new.setdefault("database_specific", {})
+    previous = ds.get("namespace_reused")
+    if isinstance(previous, dict) and previous.get("baseline") == first:
+        return new
+    ts = _bump(new, now)
+    ds["namespace_reused"] = {"baseline": first, "marked": ts}
+    _note(
+        new,
+        ts,
+        "namespace reused: the repo was deleted and another one created under the same name "
+        f"(recorded afresh from its commit `{first}`); this revision belongs to the deleted repo",
+    )
+    return _ordered(new)
+
+
 def withdraw(record: Mapping[str, Any], reason: str, now: datetime) -> dict[str, Any]:
     """Withdraw the record (kept and served, never deleted); the reason leads the summary."""
     new = copy.deepcopy(dict(record))
@@ -297,13 +322,21 @@ DANGEROUS_PICKLE = "weights.pickle.dangerous_imports"
 # --- Markdown and helpers --------------------------------------------------------------------
 
 
+#: Changes of the repo itself rather than of its files (no path; a baseline may carry one).
+REPO_EVENTS = frozenset({ChangeKind.NAMESPACE_REUSE, ChangeKind.RENAME})
+_SHORT = {
+    ChangeKind.HISTORY: "history rewritten",
+    ChangeKind.NAMESPACE_REUSE: "namespace reused: the repo was deleted and another created under its name",
+}
+
+
 def _summary(repo_id: str, sha: str, flagged: Sequence[Change]) -> str:
     """``org/name abc1234: <what changed, specifically>``: the most severe changes' own words
     ("eos_token_id 128001 -> 128009; chat template 'default' changed: ..."), as many as fit."""
     head = f"{one_line(repo_id)} {sha[:7]}: "
     parts: list[str] = []
     for change in flagged:
-        text = "history rewritten" if change.kind is ChangeKind.HISTORY else one_line(change.summary)
+        text = _SHORT.get(change.kind) or one_line(change.summary)
         if text and text not in parts:
             parts.append(text)
     shown: list[str] = []

@@ -37,6 +37,8 @@ KIND_LABEL = {
     ChangeKind.WEIGHTS: "weights",
     ChangeKind.CODE: "custom code",
     ChangeKind.HISTORY: "history",
+    ChangeKind.RENAME: "repo renamed",
+    ChangeKind.NAMESPACE_REUSE: "namespace reused",
     ChangeKind.OTHER: "other files",
 }
 
@@ -60,7 +62,7 @@ def render_details(
     commit_url: str,
     branch: str,
     commit: CommitInfo,
-    parent: str,
+    parent: str | None,
     severity: str,
     flagged: Sequence[Change],
     others: Sequence[Change],
@@ -72,7 +74,7 @@ def render_details(
     rows = [
         ("Repository", link(repo_id, repo_url)),
         ("Commit", link(sha, commit_url, as_code=True)),
-        ("Parent", code(one_line(parent))),
+        ("Parent", code(one_line(parent)) if parent else "none (a fresh baseline)"),
         ("Branch", code(one_line(branch))),
         ("Committed", timestamp(commit.committed_at)),
         ("Title", esc(fit(one_line(commit.title), 300))),

@@ -52,12 +52,20 @@ RULES: tuple[Rule, ...] = (
          "A pickle-format weight file got new content under the same name: loading it can execute code."),
     Rule("history.rewritten", C,
          "The branch was force-pushed or squashed and known commits vanished from its history."),
+    Rule("repo.namespace_reused", C,
+         "The repo was deleted and a new one created under the same name (model namespace reuse): "
+         "none of its commits is one we held, and the Hub dates it after our last look. Whoever "
+         "loads it by name now gets another publisher's files; nothing was diffed against the old repo."),
     Rule("weights.pickle.dangerous_imports", C,
          "The pickle imports globals that run commands or code while loading (posix.system, "
          "subprocess, builtins.exec, ...): each is named in the change (listed without unpickling)."),
     Rule("hub_scan.flagged", C,
          "The Hub's own scanners (av / pickle-import / Protect AI / JFrog) now flag this file unsafe."),
     # -- high -------------------------------------------------------------------------------
+    Rule("repo.renamed", H,
+         "The Hub now serves the repo under another id (it answers the old one with a redirect): "
+         "loads by the old name follow it only until someone registers that name, which then "
+         "serves their files instead."),
     Rule("weights.replaced", H, "A weight file got new content under the same name."),
     Rule("weights.reupload", H,
          "Decision: weight files of one format were removed and others added in one revision "

@@ -36,9 +36,9 @@ def git(git_dir: Path, *args: str, stdin: bytes | None = None, check: bool = Tru
     return proc.stdout if proc.returncode == 0 else b""
 
 
-def iso(ts: int) -> str:
-    """Hub date format: the client accepts only ``...Z``."""
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+def iso(ts: float) -> str:
+    """Hub date format, milliseconds: the client accepts only ``...Z``."""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 @dataclass(frozen=True)

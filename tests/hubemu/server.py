@@ -29,7 +29,7 @@ class RepoState:
     git: EmuRepo
     gated: bool = False
     private: bool = False
-    created: int = 0
+    created: float = 0  # createdAt, unix time (the Hub's own clock: set when the repo is made)
 
 
 @dataclass
@@ -127,16 +127,27 @@ class HubEmulator:
 
     # -- repos ---------------------------------------------------------------------------------
     def add_repo(
-        self, repo_id: str, git_dir: Path | str, *, gated: bool = False, private: bool = False
+        self, repo_id: str, git_dir: Path | str, *, gated: bool = False, private: bool = False,
+        created: float | None = None,
     ) -> None:
-        """Serve ``git_dir`` (bare or not) as model ``repo_id``; read live on every request."""
+        """Serve ``git_dir`` (bare or not) as model ``repo_id``; read live on every request.
+
+        ``createdAt`` is ``created``, else the oldest root commit's time (a repo that always
+        existed, as the corpus histories did)."""
         repo = EmuRepo(Path(git_dir))
-        roots = git(
-            repo.path, "rev-list", "--max-parents=0", "--all", "--format=%ct", check=False
-        ).split()
-        created = min((int(x) for x in roots if x.isdigit()), default=0)
+        if created is None:
+            roots = git(
+                repo.path, "rev-list", "--max-parents=0", "--all", "--format=%ct", check=False
+            ).split()
+            created = min((int(x) for x in roots if x.isdigit()), default=0)
         with self._lock:
             self._repos[repo_id] = RepoState(repo, gated, private, created)
+
+    def recreate_repo(self, repo_id: str, git_dir: Path | str) -> None:
+        """Delete ``repo_id`` and create it again from ``git_dir`` now (model namespace reuse):
+        another history under the same name, ``createdAt`` the moment of re-creation."""
+        self.remove_repo(repo_id)
+        self.add_repo(repo_id, git_dir, created=time.time())
 
     def remove_repo(self, repo_id: str) -> None:
         """Delete it: from now on every route answers 401 RepoNotFound, as the Hub does."""

@@ -31,6 +31,8 @@ KIND_LABEL = {
     ChangeKind.WEIGHTS: "Weights",
     ChangeKind.CODE: "Custom code",
     ChangeKind.HISTORY: "Branch history",
+    ChangeKind.RENAME: "Repo renamed",
+    ChangeKind.NAMESPACE_REUSE: "Namespace reused",
     ChangeKind.OTHER: "Other file",
 }
 PROBE_LABEL = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Collection
+from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from tracker.daemon.budget import RequestBudget
@@ -21,6 +22,7 @@ from tracker.model import FileEntry
 T = TypeVar("T")
 
 COMMITS_PAGE = 50  # the Hub pages commit listings by 50
+GIT_PARENT_REQUESTS = 3  # tracker.hub._hfgit: new commits' parents read over git smart HTTP
 
 
 class Meter(Protocol):
@@ -80,6 +82,8 @@ class MeteredSource:
         self._call()
         listing = self._through(lambda: self.inner.list_commits(branch, stop_at=stop_at))
         more = len(listing.commits) // COMMITS_PAGE  # the pages after the first, counted afterwards
+        if listing.commits:  # their parents over git: the ref advertisement, ls-refs, one fetch
+            more += GIT_PARENT_REQUESTS
         if self.metered and more:
             self.meter.budget.spend(more)
             self.meter.stats.add("requests", more)
@@ -89,6 +93,10 @@ class MeteredSource:
         if paths:
             self._call(-(-len(paths) // 100))  # one request per 100 paths (tracker.hub.hf)
         return self._through(lambda: self.inner.file_security(revision, paths))
+
+    def created_at(self) -> datetime | None:
+        self._call()
+        return self._through(self.inner.created_at)
 
     def list_files(self, revision: str) -> tuple[FileEntry, ...]:
         self._call()

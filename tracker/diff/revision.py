@@ -117,3 +117,25 @@ def history_rewrite_change(old_head: str, new_head: str, lost: Sequence[str]) ->
         (topic,),
         detail={"old_head": old_head, "new_head": new_head, "lost": lost},
     )
+
+
+def namespace_reuse_change(old_head: str, new_head: str, lost: Sequence[str], created_at: str) -> Change:
+    """The repo under this id is another repo (deleted and created again): never diffed."""
+    lost = list(lost)
+    summary = (
+        f"namespace reused: the repo was deleted and created again ({created_at}); none of the "
+        f"{len(lost)} commit(s) held is in its history (old head {old_head[:7]}, new {new_head[:7]}): "
+        "recorded from scratch, not diffed against the old repo"
+    )
+    return Change(
+        ChangeKind.NAMESPACE_REUSE, "", summary, (t.REPO_NAMESPACE_REUSED,),
+        detail={"old_head": old_head, "new_head": new_head, "lost": lost, "created_at": created_at},
+    )
+
+
+def rename_change(old_id: str, new_id: str) -> Change:
+    """The Hub serves the repo under another id now (a 307 from the old one)."""
+    return Change(
+        ChangeKind.RENAME, "", f"repo renamed on the Hub: {old_id} -> {new_id}", (t.REPO_RENAMED,),
+        detail={"old_id": old_id, "new_id": new_id},
+    )

@@ -90,6 +90,8 @@ CODE_REMOVED = "code.removed"
 # history and everything else
 HISTORY_REWRITTEN = "history.rewritten"
 HISTORY_MOVED = "history.moved"
+REPO_RENAMED = "repo.renamed"
+REPO_NAMESPACE_REUSED = "repo.namespace_reused"
 OTHER_ADDED = "other.added"
 OTHER_CHANGED = "other.changed"
 OTHER_REMOVED = "other.removed"

@@ -147,6 +147,10 @@ class HubHttp:
                     f"{what}: bad pagination link", repo_id=self.repo_id, revision=revision
                 )
 
+    def get_json(self, url: str, *, what: str, params: Mapping[str, str] | None = None) -> Any:
+        """GET one JSON document (deadline, size cap and error mapping as for pages)."""
+        return self._get_json(url, what=what, revision=None, params=params)[1]
+
     def post_form_json(
         self, url: str, form: list[tuple[str, str]], *, what: str, revision: str | None
     ) -> Any:

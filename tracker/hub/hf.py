@@ -216,6 +216,16 @@ class HfSource:
                     out[str(item["path"])] = status
         return out
 
+    def created_at(self) -> datetime | None:
+        what = f"{self._repo_id}: creation date"
+        info = self._http.get_json(f"{self._endpoint}/api/models/{self._repo_id}", what=what,
+                                   params={"expand": "createdAt"})
+        raw = info.get("createdAt") if isinstance(info, dict) else None
+        try:
+            return datetime.fromisoformat(str(raw).replace("Z", "+00:00")).astimezone(UTC) if raw else None
+        except ValueError:
+            raise SourceUnavailable(f"{what}: malformed createdAt", repo_id=self._repo_id) from None
+
     def close(self) -> None:
         if self._client is not None:
             self._client.close()

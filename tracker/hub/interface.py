@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from tracker.model import CommitInfo, FileEntry
@@ -70,6 +71,12 @@ class HubSource(Protocol):
         Only the paths it reports on are in the answer; a source without scanners (git)
         answers ``{}``. Callers ask only about files whose content is new (issue 13).
         """
+        ...
+
+    def created_at(self) -> datetime | None:
+        """When the host created the repo (the Hub's ``createdAt``); None where it cannot tell
+        (git). Asked only when the branch shares no commit with the stored history: a repo
+        created after our last successful look is another repo under the same name."""
         ...
 
     def close(self) -> None:

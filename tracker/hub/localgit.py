@@ -14,6 +14,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Collection
+from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
@@ -230,6 +231,10 @@ class GitSource:
     def file_security(self, revision: str, paths: Collection[str]) -> dict[str, dict[str, Any]]:
         """Git has no scanners: nothing to report."""
         return {}
+
+    def created_at(self) -> datetime | None:
+        """A git repository records no creation time (commit dates are the committer's word)."""
+        return None
 
     def read_range(self, revision: str, path: str, start: int, length: int) -> bytes:
         if start < 0 or length < 0:

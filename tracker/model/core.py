@@ -204,6 +204,8 @@ class ChangeKind(enum.Enum):
     WEIGHTS = "weights"
     CODE = "code"
     HISTORY = "history"
+    RENAME = "rename"  # the Hub serves the repo under another id (a 307 to it)
+    NAMESPACE_REUSE = "namespace_reuse"  # deleted and created again under the same id
     OTHER = "other"
 
 

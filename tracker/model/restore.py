@@ -23,6 +23,9 @@ def is_open(record: Mapping[str, Any]) -> bool:
     return True
 
 
+_REPO_EVENTS = {ChangeKind.HISTORY.value, ChangeKind.RENAME.value, ChangeKind.NAMESPACE_REUSE.value}
+
+
 def changed_paths(record: Mapping[str, Any]) -> list[str]:
     """The repo files whose change gave the advisory its severity (``#...`` dropped).
 
@@ -34,7 +37,7 @@ def changed_paths(record: Mapping[str, Any]) -> list[str]:
         str(c["path"]).split("#", 1)[0]
         for c in changes
         if isinstance(c, dict)
-        and c.get("kind") != ChangeKind.HISTORY.value
+        and c.get("kind") not in _REPO_EVENTS
         and c.get("path")
         and c.get("severity")
         and not any(str(t).startswith(("plan.", "read.")) for t in c.get("topics") or [])

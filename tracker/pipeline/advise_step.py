@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from advisories.osv import HUB_URL, build_record, mark_history_rewritten
+from advisories.osv import HUB_URL, build_record, mark_history_rewritten, mark_namespace_reused
 from advisories.osv_client import OsvClient
 from storage.records import RepoRecord
 from storage.store import Store
-from tracker.model import Artifacts, CommitInfo, RevisionDiff
+from tracker.model import Artifacts, ChangeKind, CommitInfo, RevisionDiff
 from tracker.pipeline.lifecycle import demote_restores, fixed_updates, touched_paths
 
 log = logging.getLogger("hubwatch.advise")
@@ -63,14 +63,16 @@ class AdviseStep:
     ) -> tuple[dict[str, Any] | None, tuple[Update, ...], RevisionDiff]:
         """(the revision's advisory, edits of earlier ones, the diff with restores demoted)."""
         updates: list[Update] = []
+        reused = any(c.kind is ChangeKind.NAMESPACE_REUSE for c in diff.changes)
         if lost:
-            updates.extend(self._rewrite_updates(store, repo, lost, commit.sha, now))
-        if base_sha is None:
+            updates.extend(self._rewrite_updates(store, repo, lost, commit.sha, now, reused=reused))
+        if base_sha is None and not reused:
             return None, tuple(updates), diff
-        touched = touched_paths(base.files if base else (), head.files)
-        fixed, restored = fixed_updates(store, repo.id, head, commit.sha, now, touched)
-        updates.extend(fixed)
-        diff = demote_restores(diff, restored)  # a restore fixes the old advisory, publishes none
+        if base_sha is not None:  # a fresh baseline (reuse) restores nothing of the old repo's
+            touched = touched_paths(base.files if base else (), head.files)
+            fixed, restored = fixed_updates(store, repo.id, head, commit.sha, now, touched)
+            updates.extend(fixed)
+            diff = demote_restores(diff, restored)  # a restore fixes the old advisory, publishes none
         if diff.severity is None:
             return None, tuple(updates), diff
         related: list[str] = []
@@ -85,12 +87,17 @@ class AdviseStep:
         return record, tuple(updates), diff
 
     def _rewrite_updates(
-        self, store: Store, repo: RepoRecord, lost: tuple[str, ...], new_head: str, now: datetime
+        self, store: Store, repo: RepoRecord, lost: tuple[str, ...], new_head: str, now: datetime,
+        *, reused: bool = False,
     ) -> list[Update]:
         lost_set = set(lost)
         out: list[Update] = []
         for adv in store.list_advisories(repo.id):
-            if adv.sha in lost_set:
+            if adv.sha not in lost_set:
+                continue
+            if reused:
+                out.append((mark_namespace_reused(adv.record, baseline=new_head, now=now), "namespace reused"))
+            else:
                 out.append((mark_history_rewritten(adv.record, new_head=new_head, now=now), "history rewritten"))
         return out
 

@@ -17,7 +17,7 @@ from advisories.rules import apply_rules
 from storage.records import NewRevision, RepoRecord
 from storage.store import Store
 from storage.write_retry import WriteRetry
-from tracker.diff import history_rewrite_change
+from tracker.diff import history_rewrite_change, namespace_reuse_change
 from tracker.extract import extract_artifacts
 from tracker.extract.paths import is_safetensors, reads_inside
 from tracker.hub.interface import HubSource
@@ -96,17 +96,35 @@ def check_repo(
     listing = source.list_commits(repo.branch, stop_at=stop)
     rewritten = bool(stop) and not listing.reached_known
     commits = [c for c in reversed(listing.commits) if c.sha not in known]
-    if not known:
-        commits = _apply_backfill(commits, repo.backfill)
     lost: tuple[str, ...] = ()
+    recreated: str | None = None
     if rewritten:
         on_branch = {c.sha for c in listing.commits}
         lost = tuple(sorted(sha for sha in store.reachable_shas(repo.id) if sha not in on_branch))
+        if not known & on_branch:  # no common history at all: a squash, or another repo
+            recreated = _recreated_since_seen(source, repo)
+    if not known or recreated:  # a first read: the backfill setting says how much of it
+        commits = _apply_backfill(commits, repo.backfill)
     if repo.last_error_kind == "incomplete" and repo.failures >= opts.give_up_reads_after:
         log.warning("%s: reads kept failing over %d checks; recording the files as unreadable", repo.id, repo.failures)
         opts = replace(opts, reads=replace(opts.reads, accept_unreadable=True))
-    recorded = _record_commits(store, source, repo, commits, opts, progress, rewritten=rewritten, lost=lost)
+    recorded = _record_commits(store, source, repo, commits, opts, progress, rewritten=rewritten, lost=lost,
+                               recreated=recreated)
     return CheckResult(repo.id, "ok", new_revisions=recorded, head=head)
+
+
+def _recreated_since_seen(source: HubSource, repo: RepoRecord) -> str | None:
+    """The Hub's creation date of the repo when it is later than our last successful look (at
+    which the old repo existed): the repo was deleted and created again (namespace reuse).
+    None for a squash of the same repo, and where the source cannot tell (git)."""
+    created = source.created_at()
+    seen = repo.last_success_at
+    if created is None or seen is None:
+        return None
+    seen = seen if seen.tzinfo is not None else seen.replace(tzinfo=UTC)
+    if created <= seen:
+        return None
+    return created.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _apply_backfill(commits: list[CommitInfo], backfill: str) -> list[CommitInfo]:
@@ -144,7 +162,7 @@ class _ArtifactCache:
 
 def _record_commits(
     store: Store, source: HubSource, repo: RepoRecord, commits: Sequence[CommitInfo], opts: PipelineOptions,
-    progress: Progress | None, *, rewritten: bool, lost: tuple[str, ...],
+    progress: Progress | None, *, rewritten: bool, lost: tuple[str, ...], recreated: str | None = None,
 ) -> int:
     cache = _ArtifactCache(store, opts.max_json_depth)
     known = store.known_shas(repo.id)
@@ -154,13 +172,14 @@ def _record_commits(
         if progress:
             progress(i, len(commits), commit.sha)
         base_sha = commit.parents[0] if commit.parents and commit.parents[0] in known else None
-        if base_sha is None and rewritten and i == 0 and previous_head:
+        if base_sha is None and rewritten and i == 0 and previous_head and not recreated:
             base_sha = previous_head  # a squash: compare with what users had
-        is_last = i == len(commits) - 1
-        new = _process_commit(
-            store, source, repo, commit, base_sha, cache, opts,
-            rewrite=(previous_head, lost) if rewritten and is_last else None,
-        )
+        event: tuple[Change, tuple[str, ...]] | None = None
+        if recreated and i == 0:  # another repo: a fresh baseline that carries the reuse advisory
+            event = (namespace_reuse_change(previous_head or "", commits[-1].sha, lost, recreated), lost)
+        elif rewritten and not recreated and i == len(commits) - 1:
+            event = (history_rewrite_change(previous_head or "", commit.sha, lost), lost)
+        new = _process_commit(store, source, repo, commit, base_sha, cache, opts, event=event)
         if opts.writes.run(f"recording {repo.id}@{commit.sha[:12]}",
                            functools.partial(store.record_revision, new, now=opts.clock())):
             recorded += 1
@@ -172,7 +191,7 @@ def _record_commits(
 
 def _process_commit(
     store: Store, source: HubSource, repo: RepoRecord, commit: CommitInfo, base_sha: str | None,
-    cache: _ArtifactCache, opts: PipelineOptions, *, rewrite: tuple[str | None, tuple[str, ...]] | None,
+    cache: _ArtifactCache, opts: PipelineOptions, *, event: tuple[Change, tuple[str, ...]] | None,
 ) -> NewRevision:
     snap = take_snapshot(source, commit.sha, limits=opts.limits, known=store.get_blob, policy=opts.reads)
     blobs = _new_blobs(snap)
@@ -193,10 +212,9 @@ def _process_commit(
         changes.append(Change(kind=ChangeKind.OTHER, path=path or "/", summary=f"not read: {message}",
                               topics=("read.error",)))
     unreachable: tuple[str, ...] = ()
-    if rewrite is not None:
-        old_head, lost = rewrite
-        changes.insert(0, history_rewrite_change(old_head or "", commit.sha, lost))
-        unreachable = lost
+    if event is not None:  # the branch's own change (rewrite, reuse) and the commits it dropped
+        changes.insert(0, event[0])
+        unreachable = event[1]
     plan_json, delta_json, plan_change = found.plan
     if plan_change is not None:
         changes.append(plan_change)
