@@ -46,7 +46,7 @@ from sqlalchemy import JSON, insert  # noqa: E402
 
 from advisories.osv import add_fixed, build_record  # noqa: E402
 from storage import open_store  # noqa: E402
-from storage.commit_rows import brief_of, rebuild  # noqa: E402
+from storage.commit_rows import rebuild  # noqa: E402
 from storage.store import Store  # noqa: E402
 from storage.tables import AdvisoryRow, ChangeRow, RepoRow, RevisionRow  # noqa: E402
 from tracker.model import Change, ChangeKind, CommitInfo, RevisionDiff, Severity  # noqa: E402
@@ -109,8 +109,7 @@ def seed(store: Store, repos: int, per_repo: int, every: int, rng: random.Random
                                 "summary": "README.md modified", "severity": None, "topics": [], "detail": {}})
             if record:
                 advs.append({"id": record["id"], "repo_id": repo_id, "sha": sha, "severity": "MODERATE",
-                             "published": when, "modified": when, "withdrawn": None, "record": record,
-                             "brief": brief_of(record)})
+                             "published": when, "modified": when, "withdrawn": None, "record": record})
         bulk_insert(store, [(rev_t, revs), (ch_t, changes), (adv_t, advs)])
         counts["revisions"] += len(revs)
         counts["advisories"] += len(advs)

@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, delete, insert, select, update
+from sqlalchemy import JSON, bindparam, column, delete, insert, select, table, update
 from sqlmodel import col
 
 from storage.commit_index import (
@@ -78,16 +78,17 @@ def index_advisories(db: Any, repo_id: str, records: Mapping[str, Mapping[str, A
     ids = sorted(records)
     for i in range(0, len(ids), _CHUNK):
         db.execute(delete(AdvisorySpanRow.__table__).where(col(S.advisory_id).in_(ids[i : i + _CHUNK])))  # type: ignore[arg-type]
+    briefs = {adv_id: span_brief(records[adv_id]) for adv_id in ids}
     rows = [
         {"advisory_id": adv_id, "repo_id": repo_id, "chain": chain, "level": level, "bucket": bucket,
-         "start_pos": start, "end_pos": end}
+         "start_pos": start, "end_pos": end, "brief": briefs[adv_id]}
         for adv_id in ids
         for chain, start, end in sorted(record_spans(records[adv_id], labels, chains))
         for level, bucket in span_keys(start, end)
     ]
     rows += [  # names a commit not stored yet: indexed again when the repo gets a commit
         {"advisory_id": adv_id, "repo_id": repo_id, "chain": PENDING, "level": 0, "bucket": 0,
-         "start_pos": 0, "end_pos": 0}
+         "start_pos": 0, "end_pos": 0, "brief": None}
         for adv_id in ids
         if not event_shas(records[adv_id]) <= labels.keys()
     ]
@@ -101,7 +102,7 @@ def index_new_advisory(db: Any, repo_id: str, record: Mapping[str, Any], sha: st
     if git_events(record) == [[("introduced", sha.lower())]]:
         db.execute(insert(AdvisorySpanRow.__table__).values(  # type: ignore[arg-type]
             advisory_id=record["id"], repo_id=repo_id, chain=label[0], level=LONG, bucket=0,
-            start_pos=label[1], end_pos=OPEN,
+            start_pos=label[1], end_pos=OPEN, brief=span_brief(record),
         ))
     else:
         index_advisories(db, repo_id, {str(record["id"]): record}, chains)
@@ -127,21 +128,24 @@ def _levels() -> str:
 # spans that hold it, their advisories (issue 17: no history walk, no per-commit round trip).
 # CROSS JOIN fixes SQLite's join order (commit, level, probe), whatever its statistics say:
 # stale ones (ANALYZE before the spans were written) made it scan a chain's spans per commit.
-_AFFECTING = (
-    "SELECT r.sha, a.id, {payload} FROM revisions r"
+_PROBE = (
+    " FROM revisions r"
     f" CROSS JOIN ({_levels()}) lv"
-    " CROSS JOIN advisory_spans s"
-    " CROSS JOIN advisories a"
+    " CROSS JOIN advisory_spans s{advisories}"
     " WHERE r.sha IN ({marks}) AND s.repo_id = r.repo_id AND s.chain = r.chain AND s.level = lv.lvl"
     " AND s.bucket = r.chain_pos / lv.size AND s.start_pos <= r.chain_pos AND s.end_pos > r.chain_pos"
-    " AND a.id = s.advisory_id{live}"
 )
+_AFFECTING = "SELECT r.sha, a.id, {payload}" + _PROBE + " AND a.id = s.advisory_id{live}"
+# Answered from ix_advisory_spans_answer alone (a "brief IS NOT NULL" here made SQLite read
+# the table rows too): a span's brief is NULL while its record is withdrawn, skipped below.
+_BRIEFS = "SELECT r.sha, s.advisory_id, s.brief" + _PROBE
 _PAYLOAD = {
     ("sqlite", True): "a.record",
     ("postgresql", True): "a.record::text",
     ("sqlite", False): "json_extract(a.record, '$.modified'), a.withdrawn IS NOT NULL",
     ("postgresql", False): "a.record->>'modified', a.withdrawn IS NOT NULL",
 }
+_JOIN = " CROSS JOIN advisories a"
 # The stored text itself: SQLite keeps JSON as text, PostgreSQL's json type keeps its input.
 _TEXT = {"sqlite": "a.record", "postgresql": "a.record::text"}
 
@@ -152,11 +156,18 @@ def brief_of(record: Mapping[str, Any]) -> str:
                       separators=(",", ":"))
 
 
+def span_brief(record: Mapping[str, Any]) -> str | None:
+    """What a span of ``record`` answers a querybatch with: nothing while it is withdrawn."""
+    return None if record.get("withdrawn") else brief_of(record)
+
+
 def fill_briefs(db: Any) -> None:
-    """Write every advisory's brief (the migration that adds the column)."""
+    """Write ``advisories.brief`` of every advisory (migration 0006; 0007 moves it onto the spans)."""
+    advisories = table("advisories", column("id"), column("record", JSON), column("brief"))
+    c = advisories.c
     rows = [{"aid": adv_id, "b": brief_of(record if isinstance(record, Mapping) else json.loads(record))}
-            for adv_id, record in db.execute(select(A.id, A.record)).all()]
-    stmt = update(AdvisoryRow.__table__).where(A.id == bindparam("aid")).values(brief=bindparam("b"))  # type: ignore[arg-type]
+            for adv_id, record in db.execute(select(c.id, c.record)).all()]
+    stmt = update(advisories).where(c.id == bindparam("aid")).values(brief=bindparam("b"))
     for i in range(0, len(rows), 5000):
         db.execute(stmt, rows[i : i + 5000])
 
@@ -166,19 +177,26 @@ def affecting_json(conn: Any, shas: Iterable[str], *, brief: bool) -> dict[str, 
     sorted by id, as stored: the whole record, or (``brief``) its ``{"id","modified"}``.
 
     What ``/v1/query`` and ``/v1/querybatch`` splice into their answers: one indexed
-    statement per 400 commits and no record decoded or encoded (issue 17).
+    statement per 400 commits and no record decoded or encoded; briefs come from the span
+    index alone, no advisory row read (issue 17).
     """
     wanted = sorted({s.lower() for s in shas})
     found: dict[str, dict[str, str]] = {sha: {} for sha in wanted}
     dialect = conn.dialect.name
     mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-    payload = "a.brief" if brief else _TEXT[dialect]
     for i in range(0, len(wanted), _CHUNK):
         chunk = wanted[i : i + _CHUNK]
-        sql = _AFFECTING.format(payload=payload, marks=", ".join([mark] * len(chunk)),
-                                live=" AND a.withdrawn IS NULL")
-        for sha, adv_id, text in conn.exec_driver_sql(sql, tuple(chunk)):
-            found[sha][adv_id] = text
+        marks = ", ".join([mark] * len(chunk))
+        sql = (_BRIEFS.format(advisories="", marks=marks) if brief else
+               _AFFECTING.format(payload=_TEXT[dialect], advisories=_JOIN, marks=marks, live=" AND a.withdrawn IS NULL"))
+        cursor = conn.connection.cursor()  # the driver's own rows: tens of thousands per batch
+        try:
+            cursor.execute(sql, tuple(chunk))
+            for sha, adv_id, text in cursor.fetchall():
+                if text is not None:
+                    found[sha][adv_id] = text
+        finally:
+            cursor.close()
     return {sha: [texts[k] for k in sorted(texts)] for sha, texts in found.items()}
 
 
@@ -194,7 +212,8 @@ def affecting(conn: Any, shas: Iterable[str], *, full: bool = True) -> dict[str,
     mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
     for i in range(0, len(wanted), _CHUNK):
         chunk = wanted[i : i + _CHUNK]
-        sql = _AFFECTING.format(payload=_PAYLOAD[(dialect, full)], marks=", ".join([mark] * len(chunk)), live="")
+        sql = _AFFECTING.format(payload=_PAYLOAD[(dialect, full)], advisories=_JOIN,
+                                marks=", ".join([mark] * len(chunk)), live="")
         for row in conn.exec_driver_sql(sql, tuple(chunk)).all():
             sha, adv_id = row[0], row[1]
             if full:

@@ -504,7 +504,7 @@ class Store:
         s.add(AdvisoryRow(
             id=record["id"], repo_id=repo_id, sha=sha, severity=_record_severity(record),
             published=_ts(record.get("published")) or now, modified=_ts(record["modified"]) or now,
-            withdrawn=_ts(record.get("withdrawn")), record=record, brief=commit_rows.brief_of(record),
+            withdrawn=_ts(record.get("withdrawn")), record=record,
         ))
         s.flush()
         s.add(AdvisoryEditRow(advisory_id=record["id"], version=1, modified=_ts(record["modified"]) or now,
@@ -517,7 +517,6 @@ class Store:
         if row is None:
             return None
         row.record = record
-        row.brief = commit_rows.brief_of(record)
         row.modified = _ts(record["modified"]) or row.modified
         row.withdrawn = _ts(record.get("withdrawn"))
         row.severity = _record_severity(record)

@@ -84,7 +84,10 @@ class AdvisorySpanRow(SQLModel, table=True):
     """Commits ``[start_pos, end_pos)`` of one chain that an advisory's GIT ranges hold."""
 
     __tablename__ = "advisory_spans"
-    __table_args__ = (Index("ix_advisory_spans_probe", "repo_id", "chain", "level", "bucket"),)
+    # A probe reads its answer from this index alone: the position range, and the brief
+    # (issue 17: a 1,000-commit querybatch touches no advisory row).
+    __table_args__ = (Index("ix_advisory_spans_answer", "repo_id", "chain", "level", "bucket", "start_pos",
+                            "end_pos", "advisory_id", "brief"),)
 
     id: int | None = Field(default=None, primary_key=True)
     advisory_id: str = Field(foreign_key="advisories.id", index=True, max_length=64)
@@ -94,6 +97,9 @@ class AdvisorySpanRow(SQLModel, table=True):
     bucket: int
     start_pos: int = Field(sa_type=BigInteger)
     end_pos: int = Field(sa_type=BigInteger)
+    # the advisory's ``{"id","modified"}`` as a querybatch answers it; NULL while withdrawn.
+    # Written with the spans, which every edit of the record rewrites.
+    brief: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
 class AdvisoryRestoreRow(SQLModel, table=True):
@@ -152,9 +158,6 @@ class AdvisoryRow(SQLModel, table=True):
     modified: datetime = Field(index=True)
     withdrawn: datetime | None = None
     record: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
-    # ``{"id","modified"}`` as a querybatch answers it, encoded when the record is written, so
-    # a batch splices these bytes instead of reading each record (issue 17)
-    brief: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
 class AdvisoryEditRow(SQLModel, table=True):

@@ -188,3 +188,22 @@ def test_index_lists_repos_and_recent_advisories(sqlite_store, client) -> None: 
     html = client.get("/").text
     assert 'href="/repos/org/a"' in html and 'href="/repos/org/b"' in html
     assert 'href="/feeds/org/a.atom"' in html and "/advisories/x_HUBWATCH-" in html
+
+
+def test_the_compare_picker_follows_revisions_stored_by_another_writer(store, db_url) -> None:  # type: ignore[no-untyped-def]
+    """The picker's revisions are kept per repo version (issue 17): a revision stored through
+    another store (another process's engine) shows at once, on SQLite and PostgreSQL."""
+    from storage import open_store
+
+    seed_history(store, n=3)
+    client = TestClient(create_app(store, settings()))
+    newest = sha_of("org/model", 3)
+    assert newest[:12] not in client.get("/repos/org/model").text
+    other = open_store(db_url)
+    try:
+        seed_history(other, n=1, first_index=3)
+    finally:
+        other.close()
+    for page in ("/repos/org/model", f"/repos/org/model/{sha_of('org/model', 1)}"):
+        html = client.get(page).text
+        assert f'value="{newest}"' in html, page

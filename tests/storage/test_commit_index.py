@@ -192,23 +192,33 @@ def test_spans_on_a_chain_label_graph() -> None:
     assert compute_spans([("introduced", "b")], labels, chains) == [(1, 1, 2**62)]
 
 
-def test_the_brief_migration_fills_existing_advisories(db_url: str) -> None:
-    """0006 writes the brief of every advisory stored before it."""
+def test_the_brief_migrations_fill_existing_advisories_and_spans(db_url: str) -> None:
+    """0006 writes the brief of every advisory stored before it, 0007 moves it onto its
+    spans (NULL for a withdrawn one)."""
     from sqlalchemy import text
 
     from storage.engine import make_engine, migrate
 
     engine = make_engine(db_url)
     migrate(engine, "0005")
-    record = _record(1, [{"introduced": "a" * 40}]) | {"summary": "naïve"}
+    live = _record(1, [{"introduced": "a" * 40}]) | {"summary": "naïve"}
+    gone = _record(2, [{"introduced": "a" * 40}]) | {"withdrawn": "2024-01-02T00:00:00Z"}
     with engine.begin() as c:
         c.execute(text("INSERT INTO repos (id, source, source_kind, branch, backfill, active, added_at, failures)"
                        " VALUES ('org/m', 'org/m', 'hub', 'main', 'all', :yes, :t, 0)"), {"t": WHEN, "yes": True})
-        c.execute(text("INSERT INTO advisories (id, repo_id, sha, severity, published, modified, record)"
-                       " VALUES (:id, 'org/m', :sha, 'HIGH', :t, :t, :r)"),
-                  {"id": record["id"], "sha": "a" * 40, "t": WHEN, "r": json.dumps(record)})
+        for record in (live, gone):
+            c.execute(text("INSERT INTO advisories (id, repo_id, sha, severity, published, modified, withdrawn,"
+                           " record) VALUES (:id, 'org/m', :sha, 'HIGH', :t, :t, :w, :r)"),
+                      {"id": record["id"], "sha": "a" * 40, "t": WHEN, "r": json.dumps(record),
+                       "w": WHEN if "withdrawn" in record else None})
+            c.execute(text("INSERT INTO advisory_spans (advisory_id, repo_id, chain, level, bucket, start_pos,"
+                           " end_pos) VALUES (:id, 'org/m', 0, 99, 0, 0, :open)"), {"id": record["id"], "open": 2**62})
+    migrate(engine, "0006")
+    with engine.connect() as c:
+        briefs = dict(c.execute(text("SELECT id, brief FROM advisories")).all())
+    assert json.loads(briefs[live["id"]]) == {"id": live["id"], "modified": live["modified"]}
     migrate(engine, "head")
     with engine.connect() as c:
-        brief = c.execute(text("SELECT brief FROM advisories")).scalar_one()
+        spans = dict(c.execute(text("SELECT advisory_id, brief FROM advisory_spans")).all())
     engine.dispose()
-    assert json.loads(brief) == {"id": record["id"], "modified": record["modified"]}
+    assert spans == {live["id"]: briefs[live["id"]], gone["id"]: None}

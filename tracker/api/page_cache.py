@@ -1,11 +1,11 @@
-"""Stage 8 (read): encoded answers kept by key, each valid for the version it was made at.
+"""Stage 8 (read): answers kept by key, each valid for the version it was made at.
 
 A history page is the same bytes until its repo gets a revision; encoding it again on every
 request was most of a page's cost (issue 17). Callers pass the version they just read from
 the database (:meth:`storage.store.Store.history_version`): one indexed look-up that sees
 every writer, in this process or another, on SQLite or PostgreSQL. A kept answer made at
-another version is a miss, and is replaced. At most ``max_bytes`` of answers are kept, the
-least recently used going first.
+another version is a miss, and is replaced. At most ``max_bytes`` (as the caller weighs its
+answers) are kept, the least recently used going first.
 
 Imports: stdlib.
 """
@@ -17,6 +17,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+V = TypeVar("V")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,14 +35,14 @@ class Kept:
         return cls(body, dict(headers or {}), f'"{hashlib.sha256(body).hexdigest()[:32]}"')
 
 
-class PageCache:
+class PageCache(Generic[V]):
     def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
         self.max_bytes = max_bytes
         self.size = 0
-        self._kept: OrderedDict[Hashable, tuple[Hashable, Kept]] = OrderedDict()
+        self._kept: OrderedDict[Hashable, tuple[Hashable, V, int]] = OrderedDict()
         self._lock = threading.Lock()  # routes run in worker threads
 
-    def get(self, key: Hashable, version: Hashable) -> Kept | None:
+    def get(self, key: Hashable, version: Hashable) -> V | None:
         with self._lock:
             found = self._kept.get(key)
             if found is None or found[0] != version:
@@ -47,18 +50,19 @@ class PageCache:
             self._kept.move_to_end(key)
             return found[1]
 
-    def put(self, key: Hashable, version: Hashable, kept: Kept) -> None:
-        if len(kept.body) > self.max_bytes:
+    def put(self, key: Hashable, version: Hashable, value: V, weight: int) -> None:
+        """Keep ``value`` (``weight`` bytes, about) for ``key`` at ``version``."""
+        if weight > self.max_bytes:
             return
         with self._lock:
             old = self._kept.pop(key, None)
             if old is not None:
-                self.size -= len(old[1].body)
-            self._kept[key] = (version, kept)
-            self.size += len(kept.body)
+                self.size -= old[2]
+            self._kept[key] = (version, value, weight)
+            self.size += weight
             while self.size > self.max_bytes:
-                _, (_, dropped) = self._kept.popitem(last=False)
-                self.size -= len(dropped.body)
+                _, (_, _, dropped) = self._kept.popitem(last=False)
+                self.size -= dropped
 
     def __len__(self) -> int:
         return len(self._kept)

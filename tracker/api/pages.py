@@ -20,6 +20,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from storage.records import RevisionRecord
 from storage.store import Store
 from tracker.api.change_views import quiet_count, sentence
+from tracker.api.page_cache import PageCache
 from tracker.api.page_models import (
     Urls,
     advisory_page,
@@ -80,6 +81,18 @@ def pages_router(store: Store, settings: Settings) -> APIRouter:
 
     router = APIRouter(include_in_schema=False)
     router.include_router(model_router(store, settings))  # before /repos/{org}/{name}/{sha}
+    picker: PageCache[list[RevisionRecord]] = PageCache(16 * 1024 * 1024)
+
+    def newest(repo_id: str) -> list[RevisionRecord]:
+        """The compare picker's revisions (the newest CHOICES), kept until a new one arrives:
+        loading them was most of a page's cost (issue 17)."""
+        version = store.history_version(repo_id)
+        found = picker.get(repo_id, version) if version is not None else None
+        if found is None:
+            found = store.history(repo_id, limit=CHOICES, with_changes=False)
+            if version is not None:
+                picker.put(repo_id, version, found, 400 * len(found))
+        return found
 
     @router.get("/", response_class=HTMLResponse)
     def index(request: Request) -> HTMLResponse:
@@ -121,7 +134,7 @@ def pages_router(store: Store, settings: Settings) -> APIRouter:
         next_url = None
         if len(revs) > size and rows:
             next_url = u.repo(repo.id) + "?" + urlencode({"cursor": revs[size - 1].seq, "limit": size})
-        choices = store.history(repo.id, limit=CHOICES, with_changes=False)
+        choices = newest(repo.id)
         return render(request, "repo.html.j2", repo=repo, last_error=public_error(repo.last_error_kind, repo.last_error),
                       revisions=rows, cursor=before, next_url=next_url,
                       first_url=u.repo(repo.id), last_poll=when(repo.last_poll_at) if repo.last_poll_at else None,
@@ -165,7 +178,7 @@ def pages_router(store: Store, settings: Settings) -> APIRouter:
             note = (note + " " if note else "") + f"Only the newest {COMPARE_MAX} of {len(shas)} revisions are listed."
             shas = shas[:COMPARE_MAX]
         between: list[RevisionRecord] = [r for r in (store.get_revision(repo.id, s) for s in shas) if r is not None]
-        choices = store.history(repo.id, limit=CHOICES, with_changes=False)
+        choices = newest(repo.id)
         view = compare_page(u, repo, base, head, between, choices, note)
         return render(request, "compare.html.j2", page=view)
 
@@ -178,7 +191,7 @@ def pages_router(store: Store, settings: Settings) -> APIRouter:
         parent = store.get_revision(repo.id, rev.parent) if rev.parent else None
         plan = rev.plan or store.plan_at(repo.id, rev.seq)
         advisory_ok = bool(rev.advisory_id and store.get_advisory(rev.advisory_id))
-        choices = store.history(repo.id, limit=CHOICES, with_changes=False)
+        choices = newest(repo.id)
         view = revision_page(urls(request), repo, rev, plan=plan, advisory_ok=advisory_ok,
                              parent_stored=parent is not None, child=child_of(store, repo.id, rev.sha),
                              choices=choices)

@@ -88,7 +88,7 @@ class RepoOut(BaseModel):
 def rest_router(store: Store, settings: Settings) -> APIRouter:
     router = APIRouter(prefix="/api/v1", tags=["api"])
     writes = [Depends(token_guard(settings))]
-    pages = PageCache()
+    pages: PageCache[Kept] = PageCache()
 
     def repo_or_404(org: str, name: str) -> RepoRecord:
         repo = store.get_repo(f"{org}/{name}")
@@ -152,7 +152,7 @@ def rest_router(store: Store, settings: Settings) -> APIRouter:
         if kept is None:
             kept = _history_page(store, repo_id, before, size, request.url.path)
             if version is not None:
-                pages.put(key, version, kept)
+                pages.put(key, version, kept, len(kept.body))
         headers = {**kept.headers, "ETag": kept.etag}
         if not_modified(request, kept.etag, None):
             return Response(status_code=304, headers=headers)
