@@ -46,7 +46,7 @@ PREFIX = {"olmoe": "Olmoe", "olmo3": "Olmo3", "glm4_moe": "Glm4Moe", "llama4_tex
           "qwen3_next": "Qwen3Next", "qwen3_5_moe_text": "Qwen3_5Moe", "llama4": "Llama4",
           "smollm3": "SmolLM3", "glm4": "Glm4", "seed_oss": "SeedOss", "minimax_m2": "MiniMaxM2",
           "exaone4": "Exaone4", "qwen3_5_text": "Qwen3_5", "qwen3_5": "Qwen3_5",
-          "qwen3_5_moe": "Qwen3_5Moe"}
+          "qwen3_5_moe": "Qwen3_5Moe", "gemma4_text": "Gemma4"}
 #: Classes whose config is the composite one (the others take the text config).
 COMPOSITE_HEADS = {"llama4": ("ForConditionalGeneration",),
                    "qwen3_5": ("ForConditionalGeneration", "ForSequenceClassification",
@@ -134,8 +134,7 @@ def variant(model_type: str, r: random.Random) -> dict[str, Any]:
         text = variant(model_type + "_text", r)
         vh = r.choice([2, 4]) * 8
         labels = text.pop("id2label")
-        tie = text["tie_word_embeddings"]
-        return {"model_type": model_type, "tie_word_embeddings": tie, "id2label": labels,
+        return {"model_type": model_type, "tie_word_embeddings": r.random() < 0.3, "id2label": labels,
                 "text_config": text,
                 "vision_config": {"model_type": model_type + "_vision", "hidden_size": vh,
                                   "num_heads": vh // 8, "depth": r.randint(1, 2),
@@ -144,10 +143,28 @@ def variant(model_type: str, r: random.Random) -> dict[str, Any]:
                                   "spatial_merge_size": r.choice([1, 2]),
                                   "num_position_embeddings": r.choice([16, 64]),
                                   "out_hidden_size": text["hidden_size"]}}
+    elif model_type == "gemma4_text":
+        n = cfg["num_hidden_layers"] = r.randint(3, 8)
+        cfg |= {"sliding_window": r.choice([16, 64]), "hidden_size_per_layer_input": r.choice([0, 8]),
+                "vocab_size_per_layer_input": cfg["vocab_size"],
+                "attention_k_eq_v": r.random() < 0.5, "num_kv_shared_layers": r.randint(0, 1),
+                "use_double_wide_mlp": r.random() < 0.5, "enable_moe_block": r.random() < 0.5,
+                "num_experts": e, "top_k_experts": r.randint(1, e),
+                "moe_intermediate_size": r.choice([16, 24]),
+                "global_head_dim": r.choice([16, 32]),
+                "layer_types": [r.choice(["sliding_attention", "full_attention"])
+                                for _ in range(n - 1)] + ["full_attention"]}
+        if r.random() < 0.5:
+            cfg["num_global_key_value_heads"] = 1
+        if cfg["num_kv_shared_layers"] and cfg["layer_types"][0] != "sliding_attention":
+            cfg["layer_types"][0] = "sliding_attention"  # a producer of each shared type
+        cfg["layer_types"][-2] = "full_attention"
+        cfg["layer_types"][-3] = "sliding_attention"
     elif model_type == "llama4":
         text = variant("llama4_text", r)
         vh = r.choice([2, 4]) * 8
-        return {"model_type": "llama4", "text_config": {**text, "model_type": "llama4_text"},
+        return {"model_type": "llama4", "tie_word_embeddings": r.random() < 0.3,
+                "text_config": {**text, "model_type": "llama4_text"},
                 "vision_config": {"model_type": "llama4_vision_model", "hidden_size": vh,
                                   "num_attention_heads": vh // 8, "num_hidden_layers": r.randint(1, 2),
                                   "intermediate_size": r.choice([32, 64]), "image_size": 56,
@@ -189,6 +206,8 @@ def head_classes(model_type: str) -> list[str]:
                  or n.endswith("TextModel")]
     if model_type == "qwen3_5_moe_text":
         names = [n for n in names if not n.endswith(("ForConditionalGeneration", "5MoeModel"))]
+    if model_type == "gemma4_text":
+        names = ["Gemma4ForCausalLM", "Gemma4TextModel"]
     if model_type == "qwen3_5_text":  # the text config's classes (the others take the composite)
         names = ["Qwen3_5ForCausalLM", "Qwen3_5TextModel", "Qwen3_5TextForSequenceClassification"]
     return [n for n in names if getattr(transformers, n, None) is not None]

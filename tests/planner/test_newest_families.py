@@ -1,4 +1,5 @@
-"""The newest decoder families, on configs written from their published config.json shapes.
+"""The newest decoder families, on configs written from their published config.json shapes
+(and, for Gemma 4's text model, its config class's defaults and one written MoE variant).
 
 The counts in tests/fixtures/newest/params.json are transformers' own (every class built on
 the meta device by ``benchmarks/planner_families.py --write-fixtures``); the planner must
@@ -44,8 +45,8 @@ def test_every_fixture_is_counted() -> None:
     assert names == set(table())
     families = {parse_model_config(load(n)).family for n in names}
     assert families == {"llama4", "qwen3_next", "olmoe", "olmo3", "glm4_moe", "smollm3", "glm4",
-                        "seed_oss", "minimax_m2", "exaone4", "qwen3_5", "qwen3_5_moe"}
-    assert len(CASES) >= 48
+                        "seed_oss", "minimax_m2", "exaone4", "qwen3_5", "qwen3_5_moe", "gemma4_text"}
+    assert len(CASES) >= 52
 
 
 @pytest.mark.parametrize(("name", "arch", "count"), CASES)
@@ -130,6 +131,18 @@ def test_qwen3_5_multimodal_counts_the_vision_tower_and_sizes_the_text_layers() 
     assert len(specs) == 64 and sum(s.attention == "recurrent" for s in specs) == 48
     state = gated_delta_net(16, 48, 128, 128, 4).bytes
     assert p.memory.kv_cache == 48 * state + 16 * 2 * 4 * 256 * 2 * 512
+
+
+def test_gemma4_layers_that_reuse_kv_cache_nothing_and_k_eq_v_caches_keys_once() -> None:
+    cfg = parse_model_config(load("written__gemma4_text-moe-kv-shared.json"))
+    specs = layer_specs(cfg)
+    assert cfg.values["kv_shared_layers"] == [8, 9, 10, 11]
+    assert [s.kv_per_token for s in specs[8:]] == [0, 0, 0, 0]
+    assert specs[5].window is None and specs[5].kv_per_token == 2 * 512  # K = V, 2 heads of 512
+    assert specs[0].window == 1024 and specs[0].kv_per_token == 2 * 8 * 256
+    assert specs[9].mlp == "moe" and specs[9].shared_ffn == 2 * 2112  # double-wide MLP
+    default = layer_specs(parse_model_config(load("transformers-defaults__gemma4_text.json")))
+    assert [s.q_dim for s in default[4:6]] == [8 * 256, 8 * 512]  # full layers' global head_dim
 
 
 def test_structure_and_json_name_the_linear_attention() -> None:

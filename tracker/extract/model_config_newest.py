@@ -266,6 +266,30 @@ NEWEST: dict[str, dict[str, Any]] = {
         "tie_word_embeddings": False,
         "vocab_size": 248320,
     },
+    "gemma4_text": {
+        "attention_bias": False,
+        "attention_k_eq_v": False,
+        "enable_moe_block": False,
+        "head_dim": 256,
+        "hidden_activation": "gelu_pytorch_tanh",
+        "hidden_size": 2304,
+        "hidden_size_per_layer_input": 256,
+        "intermediate_size": 9216,
+        "is_encoder_decoder": False,
+        "max_position_embeddings": 131072,
+        "moe_intermediate_size": None,
+        "num_attention_heads": 8,
+        "num_experts": None,
+        "num_hidden_layers": 30,
+        "num_key_value_heads": 4,
+        "num_kv_shared_layers": 0,
+        "sliding_window": 512,
+        "tie_word_embeddings": True,
+        "top_k_experts": None,
+        "use_double_wide_mlp": False,
+        "vocab_size": 262144,
+        "vocab_size_per_layer_input": 262144,
+    },
     "qwen3_5_vision": _QWEN3_5_VISION,
     "qwen3_5_moe_vision": _QWEN3_5_VISION,
     "qwen3_5": {"is_encoder_decoder": False, "tie_word_embeddings": False},
@@ -279,6 +303,7 @@ NEWEST_ALIASES: dict[str, dict[str, str]] = {
     "qwen3_next": {"num_local_experts": "num_experts"},
     "qwen3_5_moe_text": {"num_local_experts": "num_experts"},
     "minimax_m2": {"num_experts": "num_local_experts"},
+    "gemma4_text": {"num_experts_per_tok": "top_k_experts"},
     "qwen3_5_vision": {"depth": "num_hidden_layers", "num_heads": "num_attention_heads"},
     "qwen3_5_moe_vision": {"depth": "num_hidden_layers", "num_heads": "num_attention_heads"},
 }
@@ -291,10 +316,10 @@ NEWEST_COMPOSITES: dict[str, dict[str, str]] = {
 }
 
 #: Their integer keys, checked for type and range like the others.
-NEWEST_INT_KEYS = frozenset(["intermediate_size_mlp", "interleave_moe_layer_step", "attention_chunk_size", "no_rope_layer_interval", "vision_output_dim", "projector_input_dim", "projector_output_dim", "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim", "linear_num_key_heads", "linear_num_value_heads", "full_attention_interval", "num_nextn_predict_layers", "in_channels", "temporal_patch_size", "spatial_merge_size", "num_position_embeddings", "out_hidden_size", "depth"])
+NEWEST_INT_KEYS = frozenset(["intermediate_size_mlp", "interleave_moe_layer_step", "attention_chunk_size", "no_rope_layer_interval", "vision_output_dim", "projector_input_dim", "projector_output_dim", "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim", "linear_num_key_heads", "linear_num_value_heads", "full_attention_interval", "num_nextn_predict_layers", "in_channels", "temporal_patch_size", "spatial_merge_size", "num_position_embeddings", "out_hidden_size", "depth", "hidden_size_per_layer_input", "vocab_size_per_layer_input", "num_kv_shared_layers", "global_head_dim", "num_global_key_value_heads", "top_k_experts"])
 #: The families whose MLP is (partly) a mixture of experts.
 NEWEST_MOE = frozenset(["olmoe", "glm4_moe", "llama4_text", "qwen3_next", "qwen3_5_moe_text",
-                        "minimax_m2"])
+                        "minimax_m2", "gemma4_text"])
 #: Families with Gated DeltaNet linear-attention layers beside full attention.
 LINEAR_ATTENTION = frozenset(["qwen3_next", "qwen3_5_moe_text", "qwen3_5_text"])
 
@@ -321,6 +346,8 @@ def derive_newest(family: str, v: dict[str, Any], user: dict[str, Any]) -> None:
     elif family == "olmo3" and not has_types:
         v["layer_types"] = ["full_attention" if (i + 1) % 4 == 0 else "sliding_attention"
                             for i in range(n)]
+    elif family == "gemma4_text":
+        _gemma4(v, n, has_types)
     elif family == "exaone4" and not has_types:
         every = _pos(v.get("sliding_window_pattern"), 4) if v.get("sliding_window") else 0
         v["layer_types"] = ["sliding_attention" if every and (i + 1) % every else
@@ -355,6 +382,38 @@ def _no_rope(family: str, v: dict[str, Any], n: int, has_types: bool) -> None:
         chunked = v.get("attention_chunk_size") is not None
         v["layer_types"] = ["chunked_attention" if rope and chunked else "full_attention"
                             for rope in no_rope]
+
+
+def _gemma4(v: dict[str, Any], n: int, has_types: bool) -> None:
+    """Gemma 4: five sliding layers to one full (the last always full), full layers with the
+    global head_dim (and, with ``attention_k_eq_v``, their own KV heads) unless
+    ``per_layer_config`` says otherwise, and the last ``num_kv_shared_layers`` layers reusing
+    the KV of an earlier layer of their type (no K/V projections, no cache of their own)."""
+    if not has_types:
+        v["layer_types"] = ["sliding_attention" if (i + 1) % 6 else "full_attention"
+                            for i in range(n)]
+    types = v["layer_types"]
+    if types and len(types) == n:
+        v["layer_types"] = [*types[:-1], "full_attention"]
+    types = v["layer_types"]
+    head_dim, kv = v.get("head_dim"), v.get("num_key_value_heads")
+    per_layer = v.get("per_layer_config")
+    if not isinstance(per_layer, dict):
+        full: dict[str, Any] = {"head_dim": _pos(v.get("global_head_dim"), 512)}
+        global_kv = v.get("num_global_key_value_heads")
+        if v.get("attention_k_eq_v") and _pos(global_kv, 0):
+            full["num_key_value_heads"] = global_kv
+        per_layer = {str(i): full for i, t in enumerate(types) if t == "full_attention"}
+    over = {int(k): x for k, x in per_layer.items()
+            if isinstance(k, str) and k.isdigit() and isinstance(x, dict)}
+    v["layer_head_dims"] = [_pos(over.get(i, {}).get("head_dim"), _pos(head_dim, 1))
+                            for i in range(n)]
+    v["layer_kv_heads"] = [_pos(over.get(i, {}).get("num_key_value_heads"), _pos(kv, 1))
+                           for i in range(n)]
+    shared = min(n, max(0, v.get("num_kv_shared_layers") or 0))
+    v["kv_shared_layers"] = list(range(n - shared, n))
+    if not v.get("enable_moe_block"):
+        v["num_experts"] = None
 
 
 def _pos(x: Any, default: int) -> int:

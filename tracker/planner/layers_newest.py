@@ -23,6 +23,8 @@ def newest_layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
     if cfg.family in ("llama4", "qwen3_5", "qwen3_5_moe"):
         text = cfg.sub.get("text")
         return newest_layer_specs(text) if text is not None else ()
+    if cfg.family == "gemma4_text":
+        return _gemma4(cfg)
     moe = moe_layers(cfg)
     types, n_types = cfg.layer_types, len(cfg.layer_types)
     kinds: dict[tuple[str, bool], LayerSpec] = {}  # layers of one kind share a spec
@@ -69,6 +71,38 @@ def _spec(cfg: ModelConfig, kind: str, moe: bool) -> LayerSpec:
     return LayerSpec(stack="decoder", attention=attention, hidden=h, q_dim=heads * hd,
                      k_dim=kv * hd, v_dim=kv * hd, kv_per_token=2 * kv * hd, window=window,
                      mlp=mlp, ffn=ffn, experts=experts, top_k=top_k, shared_ffn=shared)
+
+
+def _gemma4(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
+    """Gemma 4: per-layer head_dim and KV heads; a layer reusing another's KV caches nothing;
+    a full layer with K = V caches its keys once; the MoE block runs beside the dense MLP."""
+    h, heads, n = cfg.hidden_size, cfg.num_heads, cfg.num_layers
+    dims, kvs = cfg.get_list("layer_head_dims"), cfg.get_list("layer_kv_heads")
+    shared = {x for x in cfg.get_list("kv_shared_layers") if isinstance(x, int)}
+    types, e = cfg.layer_types, cfg.num_experts
+    wide = 2 if cfg.get_bool("use_double_wide_mlp") else 1
+    out: list[LayerSpec] = []
+    kinds: dict[tuple[int, int, bool, bool], LayerSpec] = {}
+    for i in range(n):
+        hd = dims[i] if i < len(dims) else cfg.head_dim
+        kv = kvs[i] if i < len(kvs) else cfg.num_kv_heads
+        sliding = i < len(types) and types[i] == "sliding_attention"
+        key = (hd, kv, sliding, i in shared)
+        spec = kinds.get(key)
+        if spec is None:
+            dense = cfg.intermediate_size * (wide if i in shared else 1)
+            k_eq_v = cfg.get_bool("attention_k_eq_v") and not sliding
+            cached = 0 if i in shared else (1 if k_eq_v else 2) * kv * hd
+            attention = "mha" if kv == heads else ("mqa" if kv == 1 else "gqa")
+            spec = kinds[key] = LayerSpec(
+                stack="decoder", attention=attention, hidden=h, q_dim=heads * hd,
+                k_dim=kv * hd, v_dim=kv * hd, kv_per_token=cached,
+                window=cfg.sliding_window if sliding else None,
+                mlp="moe" if e else "gated", ffn=cfg.get_int("moe_intermediate_size") if e else dense,
+                experts=e, top_k=cfg.experts_per_token if e else 0,
+                shared_ffn=dense if e else 0, norms=4)
+        out.append(spec)
+    return tuple(out)
 
 
 def _expert_ffn(cfg: ModelConfig) -> int:

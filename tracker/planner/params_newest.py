@@ -16,7 +16,7 @@ from tracker.planner.tally import Tally
 
 NEWEST_DECODERS = frozenset(["olmoe", "olmo3", "glm4_moe", "llama4_text", "qwen3_next",
                              "qwen3_5_moe_text", "qwen3_5_text", "smollm3", "glm4", "seed_oss",
-                             "minimax_m2", "exaone4"])
+                             "minimax_m2", "exaone4", "gemma4_text"])
 #: Families with Gated DeltaNet layers (where ``layer_types`` says ``linear_attention``).
 LINEAR_ATTENTION = frozenset(["qwen3_next", "qwen3_5_moe_text", "qwen3_5_text"])
 #: How each family normalizes q and k: per head ("head", head_dim weights each), over the
@@ -30,6 +30,9 @@ def count_newest(cfg: ModelConfig, t: Tally) -> None:
     fam = cfg.family or ""
     h, n = cfg.hidden_size, cfg.num_layers
     t.add("embeddings", cfg.vocab_size * h)
+    if fam == "gemma4_text":
+        _gemma4(cfg, t)
+        return
     # input and post-attention norms (OLMo 3, EXAONE 4: after attention and MLP), GLM-4 four
     t.norm(h, bias=False, times=(4 if fam == "glm4" else 2) * n + 1)
     moe = moe_layers(cfg)
@@ -118,3 +121,43 @@ def _moe(cfg: ModelConfig, t: Tally) -> None:
     elif fam in ("qwen3_next", "qwen3_5_moe_text"):
         _gated_mlp(t, "mlp", h, cfg.get_int("shared_expert_intermediate_size"))
         t.linear("router", h, 1, lora=False)  # the shared expert's sigmoid gate
+
+
+def _gemma4(cfg: ModelConfig, t: Tally) -> None:
+    """Gemma 4's text model: per-layer embeddings (one packed table, a projection and a norm;
+    a gate, a projection and a norm in every layer), per-layer head_dim and KV heads, layers
+    that reuse another layer's KV (no K/V projections), K=V full layers, four norms per layer,
+    an optional MoE block beside the dense MLP, a final norm."""
+    v = cfg.get_int
+    h, n, heads, f = cfg.hidden_size, cfg.num_layers, cfg.num_heads, cfg.intermediate_size
+    per = v("hidden_size_per_layer_input")
+    if per:
+        t.add("embeddings", v("vocab_size_per_layer_input") * n * per)
+        t.linear("other", h, n * per)
+        t.norm(per, bias=False)
+        t.linear("other", h, per, times=n)
+        t.linear("other", per, h, times=n)
+        t.norm(h, bias=False, times=n)
+    t.norm(h, bias=False, times=4 * n + 1)
+    dims, kvs = cfg.get_list("layer_head_dims"), cfg.get_list("layer_kv_heads")
+    shared = {x for x in cfg.get_list("kv_shared_layers") if isinstance(x, int)}
+    types, bias = cfg.layer_types, cfg.get_bool("attention_bias")
+    wide = cfg.get_bool("use_double_wide_mlp")
+    for i in range(n):
+        hd = dims[i] if i < len(dims) else cfg.head_dim
+        kv = kvs[i] if i < len(kvs) else cfg.num_kv_heads
+        t.linear("attention", h, heads * hd, bias=bias)
+        t.linear("attention", heads * hd, h, bias=bias)
+        t.norm(hd, bias=False)  # q_norm
+        if i not in shared:
+            sliding = i < len(types) and types[i] == "sliding_attention"
+            k_eq_v = cfg.get_bool("attention_k_eq_v") and not sliding
+            t.linear("attention", h, kv * hd, bias=bias, times=1 if k_eq_v else 2)
+            t.norm(hd, bias=False)  # k_norm (v_norm has no weight)
+        _gated_mlp(t, "mlp", h, f * (2 if wide and i in shared else 1))
+    e = cfg.num_experts
+    if e:
+        t.norm(h, bias=False, times=3 * n)
+        t.linear("router", h, e, times=n, lora=False)
+        t.add("router", (h + e) * n)  # the router's scale and per-expert scale
+        t.experts(h, v("moe_intermediate_size"), e, cfg.experts_per_token, layers=n)

@@ -32,8 +32,11 @@ def count_newest_multimodal(cfg: ModelConfig, arch: str, t: Tally, notes: list[s
     else:
         _qwen3_5_vision(vision, t)
     h, labels = text.hidden_size, cfg.get_int("num_labels", 2)
+    # Llama 4's head sits in its text model (tied as the text config says), Qwen3.5's on top
+    tied = text.tie_word_embeddings if cfg.family == "llama4" \
+        else cfg.get_bool("tie_word_embeddings")
     if not arch or arch.endswith("ForConditionalGeneration"):
-        if not cfg.get_bool("tie_word_embeddings"):
+        if not tied:
             t.linear("head", h, text.vocab_size, lora=False)
     elif arch.endswith("ForSequenceClassification"):
         t.linear("head", h, labels, lora=False)
