@@ -89,10 +89,15 @@ class _Stopped(Exception):
     pass
 
 
-def _reset(sock: socket.socket) -> None:
-    """Close with RST (SO_LINGER 0), not FIN: the peer sees 'connection reset'."""
+def _reset(sock: socket.socket, *, wake: bool = False) -> None:
+    """Close with RST (SO_LINGER 0), not FIN: the peer sees 'connection reset'. ``wake``: another
+    thread may be blocked reading it, which a bare close() would leave connected (on Linux the
+    kernel keeps the socket while a recv() holds it), so shut it down first."""
     with contextlib.suppress(OSError):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    if wake:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
     sock.close()
 
 
@@ -120,7 +125,7 @@ class _Listener:
         with self._lock:
             conns, self._open = list(self._open), set()
         for c in conns:
-            _reset(c)
+            _reset(c, wake=True)
 
     def __enter__(self) -> Any:
         return self.start()
@@ -333,7 +338,7 @@ class TcpFaultProxy(_Listener):
         with self._lock:
             conns, self._open = list(self._open), set()
         for c in conns:
-            _reset(c)
+            _reset(c, wake=True)
 
     def down(self) -> bool:
         return time.monotonic() < self._down_until

@@ -87,6 +87,51 @@ def test_a_connection_lost_mid_store_is_written_again_without_asking_the_hub_twi
     assert [r.seq for r in got] == [3, 2, 1] and all(r.error is None for r in got)
 
 
+@pytest.mark.postgres
+def test_a_database_outage_in_the_middle_of_a_store_is_waited_out_without_asking_the_hub_again(
+    pg_url: str, tmp_path: Path,
+) -> None:
+    """PostgreSQL behind a TCP proxy that, as the first revision row is inserted, resets every
+    connection and refuses new ones for 2.5 s (a restart, a failover, a partition)."""
+    from sqlalchemy.engine import make_url
+
+    from tests.faults.proxy import TcpFaultProxy
+
+    real = make_url(pg_url)
+    with HubEmulator() as hub, TcpFaultProxy(real.host or "127.0.0.1", real.port or 5432) as db_proxy:
+        hub.add_repo("org/cut", tiny_repo(tmp_path / "cut.git", commits=3).path)
+        clean_store = open_store(f"sqlite:///{tmp_path / 'clean.db'}")
+        clean_store.add_repo("org/cut", source="org/cut", source_kind="hub")
+        assert _check(clean_store, hub, "org/cut", []).new_revisions == 3
+        clean = [(r.method, r.path) for r in hub.requests]
+        hub.reset_stats()
+
+        store = open_store(real.set(host="127.0.0.1", port=db_proxy.port).render_as_string(hide_password=False))
+        store.add_repo("org/cut", source="org/cut", source_kind="hub")
+        cuts: list[float] = []
+
+        @event.listens_for(store.engine, "before_cursor_execute")
+        def outage(_conn: Any, _cursor: Any, sql: str, *_args: Any) -> None:
+            if sql.lstrip().upper().startswith("INSERT INTO REVISIONS") and not cuts:
+                cuts.append(1)
+                db_proxy.cut(2.5)
+
+        opts = pipeline_options(Settings(advisories=AdvisorySettings(osv_api="")))
+        src = HfSource("org/cut", endpoint=hub.url, timeout=5.0)
+        try:
+            result = check_repo(store, src, store.get_repo("org/cut"), opts)  # type: ignore[arg-type]
+        finally:
+            src.close()
+        assert cuts and db_proxy.refused >= 1  # the database really was away, and came back
+        assert result.status == "ok" and result.new_revisions == 3
+        assert [(r.method, r.path) for r in hub.requests] == clean  # the Hub was not asked again
+        got, want = store.history("org/cut"), clean_store.history("org/cut")
+        store.close()
+    clean_store.close()
+    assert [[c.summary for c in r.changes] for r in got] == [[c.summary for c in r.changes] for r in want]
+    assert all(r.error is None for r in got)
+
+
 def test_which_database_errors_are_worth_another_write(tmp_path: Path) -> None:
     """Real driver errors, classified: a lost race and a lock pass, a wrong statement does not."""
     con = sqlite3.connect(tmp_path / "x.db")
