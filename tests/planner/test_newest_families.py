@@ -158,3 +158,32 @@ def test_defaults_of_the_config_classes_give_their_default_model() -> None:
     assert p.supported and 79e9 < p.params.total < 80e9
     p = plan_of({"model_type": "llama4_text", "num_hidden_layers": 4})
     assert p.supported and p.params.total > 0
+
+
+def test_llama4_experts_run_on_every_token_so_activations_grow_with_the_expert_count() -> None:
+    def per_sample(experts: int, family: str) -> int:
+        cfg = {"model_type": family, "num_hidden_layers": 2, "hidden_size": 512,
+               "intermediate_size": 256, "num_attention_heads": 8, "num_key_value_heads": 2,
+               "head_dim": 64, "vocab_size": 1000, "num_experts_per_tok": 1}
+        if family == "llama4_text":
+            cfg |= {"num_local_experts": experts, "intermediate_size_mlp": 512}
+        else:
+            cfg |= {"num_experts": experts, "moe_intermediate_size": 256}
+        return plan_of(cfg, tokens=1024).memory.activations
+
+    # Llama 4's fused experts multiply the repeated input by every expert (zero-weighted
+    # where not chosen); Qwen3-MoE gathers each expert's tokens, so only the router grows
+    llama = per_sample(32, "llama4_text") - per_sample(8, "llama4_text")
+    qwen = per_sample(32, "qwen3_moe") - per_sample(8, "qwen3_moe")
+    assert llama > 24 * 1024 * 2 * 2 * 256 * 2  # 24 more experts' gate/up outputs per token
+    assert qwen < llama / 20
+
+
+def test_linear_attention_layers_keep_no_score_matrix_and_grow_linearly() -> None:
+    cfg = load("Qwen__Qwen3-Next-80B-A3B-Instruct.json")
+    cfg["layer_types"] = ["linear_attention"] * 48
+    short = plan_of(cfg, tokens=1024).memory.activations
+    long = plan_of(cfg, tokens=4096).memory.activations
+    assert long == pytest.approx(4 * short, rel=1e-6)
+    cfg["attention_dropout"] = 0.1  # would force a score matrix on attention layers
+    assert plan_of(cfg, tokens=4096).memory.activations == long

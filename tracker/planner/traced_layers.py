@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from tracker.model.plan import ModelConfig
 from tracker.planner.layers import LayerSpec
+from tracker.planner.traced_recurrent import gated_delta_net_bytes
 
 #: Families whose attention is eager in transformers (no SDPA path), and the bytes each
 #: score element keeps (scores, softmax output in fp32, dropout mask and output).
@@ -32,6 +33,9 @@ MOE_ROUTING_H = 16.7
 #: width, measured on a shrunk DeepSeek-V2-Lite-shaped model (full fine-tune and LoRA).
 MLA_PER_Q = 18.8
 MLA_LORA_PER_Q = 14.8
+#: Families whose MoE multiplies every token through every expert (a batched matmul over the
+#: repeated input, non-chosen experts weighted zero): Llama 4's fused experts.
+_DENSE_EXPERTS = frozenset(["llama4_text", "llama4"])
 #: (attention dropout key, its default), (hidden dropout key, its default) per family.
 _DROPOUT: dict[str, tuple[tuple[str, float], tuple[str, float]]] = {
     "bert": (("attention_probs_dropout_prob", 0.1), ("hidden_dropout_prob", 0.1)),
@@ -114,20 +118,18 @@ def layer_bytes_per_token(cfg: ModelConfig, spec: LayerSpec, s: int, lora: bool)
     norms = spec.norms if fam not in _POST_NORMS else 2
     total = 8.0 * h + (4.0 * h * norms if rms else 0.0)  # two fp32 residuals, rms saves
     total += 8.0 * h * _POST_NORMS.get(fam, 0)
-    total += 2.0 * h * (1 if fam in _FUSED_QKV else 3)  # bf16 copies of the inputs
-    total += 2.0 * (q + k + v) + 2.0 * q  # q, k, v and the attention output
-    if fam in _ROPE_FREE:
-        total += 2.0 * q  # the output is copied back from the kernel's layout
+    if spec.mixer == "Gated DeltaNet":
+        total += gated_delta_net_bytes(cfg, spec)
     else:
-        total += 4.0 * (q + k)  # rotate_half and the rotated q and k
-    total += _QK_NORM.get(fam, 0.0) * (q + k) + _EXTRA_H.get(fam, 0.0) * h
+        total += _attention(cfg, spec)
     if spec.attention == "mla":  # latent path: kv_a/kv_b outputs, its norm, q/k concatenations
         total += (MLA_LORA_PER_Q if lora else MLA_PER_Q) * q
     if spec.cross:  # a decoder layer: cross attention over the encoder's output
         total += 4.0 * h + 2.0 * h + 2.0 * (q + k + v) + 4.0 * q
     heads = max(1, q // max(1, _head_dim(cfg, spec)))
     attn_s = min(s, spec.window) if spec.window else s
-    total += score_bytes(cfg) * heads * attn_s * (2 if spec.cross else 1)
+    if spec.attention != "recurrent":
+        total += score_bytes(cfg) * heads * attn_s * (2 if spec.cross else 1)
     if drop.hidden:
         total += h * (3 if spec.cross else 2)  # one-byte masks after attention and MLP
     total += _mlp(cfg, spec, h, f, drop)
@@ -138,14 +140,32 @@ def layer_bytes_per_token(cfg: ModelConfig, spec: LayerSpec, s: int, lora: bool)
     return total
 
 
+def _attention(cfg: ModelConfig, spec: LayerSpec) -> float:
+    """An attention sublayer's saves: bf16 input copies, q, k, v, output, RoPE, QK norms."""
+    fam = cfg.family or ""
+    h, q, k, v = spec.hidden, spec.q_dim, spec.k_dim, spec.v_dim
+    total = 2.0 * h * (1 if fam in _FUSED_QKV else 3)  # bf16 copies of the inputs
+    total += 2.0 * (q + k + v) + 2.0 * q  # q, k, v and the attention output
+    if fam in _ROPE_FREE:
+        total += 2.0 * q  # the output is copied back from the kernel's layout
+    else:
+        total += 4.0 * (q + k)  # rotate_half and the rotated q and k
+    return total + _QK_NORM.get(fam, 0.0) * (q + k) + _EXTRA_H.get(fam, 0.0) * h
+
+
 def _mlp(cfg: ModelConfig, spec: LayerSpec, h: int, f: int, drop: Dropouts) -> float:
     act = _activation(cfg, spec)
     if spec.mlp == "moe":
         e, k = spec.experts, spec.top_k
+        if cfg.family in _DENSE_EXPERTS:  # every expert runs on every token (zero-weighted)
+            k = e
+            h_in = 4.0 * h * e  # the repeated, score-weighted inputs (bf16, and their product)
+        else:
+            h_in = 0.0
         routed = k * (act * f + 8.0 * h)  # gathered tokens (fp32 and bf16), weighted output
         shared = act * spec.shared_ffn + (2.0 * h if spec.shared_ffn else 0.0)
         # router logits and softmax in fp32; the routing's masks and index buffers, measured
-        return 8.0 * e + (2.0 + MOE_ROUTING_H) * h + routed + shared
+        return 8.0 * e + (2.0 + MOE_ROUTING_H) * h + routed + shared + h_in
     casts = 2.0 if spec.mlp == "gated" else 1.0
     total = 2.0 * h * casts + act * f
     fam = cfg.family or ""
