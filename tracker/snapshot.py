@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -67,6 +67,8 @@ class SnapshotLimits:
 
 #: ``known(key)`` returns stored bytes for a content key, or None when they must be read.
 BlobLookup = Callable[[str], "bytes | None"]
+#: ``known_many(keys)`` returns the stored ones of ``keys`` at once (one query, not one per file).
+BlobBatchLookup = Callable[[list[str]], Mapping[str, bytes]]
 
 T = TypeVar("T")
 
@@ -109,9 +111,12 @@ def take_snapshot(
     known: BlobLookup = lambda _key: None,
     files: tuple[FileEntry, ...] | None = None,
     policy: ReadPolicy = ReadPolicy(),
+    known_many: BlobBatchLookup | None = None,
 ) -> Snapshot:
     """Read revision ``sha``: the tree, the small files that matter, the safetensors headers.
 
+    ``known_many``, when given, looks up every key the tree may need in one go (a store query
+    per file was a tenth of a new revision's cost); ``known`` answers the rest.
     Raises :class:`~tracker.errors.ReadIncomplete` when a transient failure outlasts the retries.
     """
     tree = files if files is not None else policy.run(f"tree of {sha[:12]}", lambda: source.list_files(sha))
@@ -119,6 +124,8 @@ def take_snapshot(
         return Snapshot(
             sha=sha, files=(), read_errors={"": f"tree has {len(tree)} files, over the cap of {limits.max_files}"}
         )
+    if known_many is not None:
+        known = _prefetched(tree, known, known_many)
     contents: dict[str, bytes] = {}
     headers: dict[str, bytes] = {}
     digests: dict[str, bytes] = {}
@@ -152,6 +159,27 @@ def take_snapshot(
         weight_digests=digests, transient_errors=frozenset(transient),
         security=_read_security(source, sha, tree, known),
     )
+
+
+def keys_for(entry: FileEntry) -> list[str]:
+    """Every blob key ``take_snapshot`` may look up for ``entry``."""
+    keys = []
+    if is_safetensors(entry.path):
+        keys += [header_key(entry), header_error_key(entry)]
+    elif reads_inside(entry.path):
+        keys += [digest_key(entry), digest_error_key(entry)]
+    elif is_content_path(entry.path):
+        keys += [content_key(entry), content_error_key(entry)]
+    if weight_format(entry.path) is not None:
+        keys.append(security_key(entry))
+    return keys
+
+
+def _prefetched(tree: tuple[FileEntry, ...], known: BlobLookup, known_many: BlobBatchLookup) -> BlobLookup:
+    asked = [key for entry in tree for key in keys_for(entry)]
+    found = known_many(asked)
+    wanted = set(asked)
+    return lambda key: found.get(key) if key in wanted else known(key)
 
 
 def _read_whole(source: HubSource, sha: str, entry: FileEntry, cap: int) -> bytes:

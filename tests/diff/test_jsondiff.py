@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from tracker.diff.jsondiff import MISSING, diff_json, excerpt, format_path, short
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.corpus import CORPUS
+from tracker.diff.jsondiff import MISSING, diff_json, excerpt, field_changes, format_path, short
 
 
 def flat(old: object, new: object) -> list[tuple[str, str, object, object]]:
@@ -58,3 +64,45 @@ def test_excerpts_are_bounded() -> None:
         and short("<s>") == '"<s>"'
         and short(MISSING) == "(absent)"
     )
+
+
+# -- equal members are dropped before DeepDiff walks the documents: the result must not move ---
+_SCALARS = (st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from([1.0, 0.5, float("nan")])
+            | st.sampled_from(["", "a", "1"]))
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "b", "c", "1"]), inner,
+                                                                max_size=4),
+    max_leaves=12,
+)
+_DOCS = st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), _VALUES, max_size=4)
+
+
+def _full(old: object, new: object) -> list[tuple[str, str, str, str]]:
+    return [(f.path, f.op, repr(f.old), repr(f.new)) for f in field_changes(old, new, old, new)]
+
+
+def _fast(old: object, new: object) -> list[tuple[str, str, str, str]]:
+    return [(f.path, f.op, repr(f.old), repr(f.new)) for f in diff_json(old, new)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_DOCS, _DOCS)
+def test_dropping_equal_members_finds_what_deepdiff_finds_on_the_whole(old: dict, new: dict) -> None:
+    assert _fast(old, new) == _full(old, new)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_DOCS, st.sampled_from(["a", "b", "c"]), _VALUES)
+def test_one_member_edited(doc: dict, key: str, value: object) -> None:
+    edited = {**doc, key: value}
+    assert _fast(doc, edited) == _full(doc, edited)
+
+
+def test_real_tokenizer_config_edit_same_as_the_whole_walk() -> None:
+    changes = CORPUS / "changes" / "mistral-7b-instruct-v0.3__chat-template-added"
+    old = json.loads((changes / "before" / "tokenizer_config.json").read_bytes())
+    new = json.loads((changes / "after" / "tokenizer_config.json").read_bytes())
+    assert _fast(old, new) == _full(old, new) != []
+    nested = {"outer": old, "same": {"x": [1, 2]}}
+    assert _fast(nested, {"outer": new, "same": {"x": [1, 2]}}) == _full(nested, {"outer": new, "same": {"x": [1, 2]}})

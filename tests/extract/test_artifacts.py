@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -220,3 +221,23 @@ def test_extraction_never_raises(files: dict[str, bytes], headers: dict[str, byt
         files = {**files, "model.safetensors": b"weights"}
     arts = extract_artifacts(snapshot_of(files, headers=headers))
     assert {f.path for f in arts.files} == set(files)
+
+
+def _tokenizer_json(vocab: dict[str, int]) -> bytes:
+    return json.dumps({"model": {"type": "BPE", "vocab": vocab, "merges": ["a b"]}, "added_tokens": []}).encode()
+
+
+def test_an_unchanged_tokenizer_json_is_taken_from_the_earlier_revision() -> None:
+    tok = _tokenizer_json({"a": 0, "b": 1, "ab": 2})
+    first = extract_artifacts(snapshot_of({"tokenizer.json": tok, "config.json": b'{"a": 1}'}))
+    assert first.tokenizer is not None and first.tokenizer.vocab_size == 3
+    second = snapshot_of({"tokenizer.json": tok, "config.json": b'{"a": 2}'})
+    assert extract_artifacts(second, earlier=first) == extract_artifacts(second)
+    # taken, not parsed again: a summary planted in the earlier artifacts comes through ...
+    planted = Artifacts(files=first.files, tokenizer=replace(first.tokenizer, vocab_size=99))
+    assert extract_artifacts(second, earlier=planted).tokenizer.vocab_size == 99  # type: ignore[union-attr]
+    # ... but only while the file's content id is the same
+    changed = snapshot_of({"tokenizer.json": _tokenizer_json({"a": 0}), "config.json": b'{"a": 2}'})
+    assert extract_artifacts(changed, earlier=planted).tokenizer.vocab_size == 1  # type: ignore[union-attr]
+    gone = snapshot_of({"config.json": b'{"a": 2}'})
+    assert extract_artifacts(gone, earlier=planted).tokenizer is None

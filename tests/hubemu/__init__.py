@@ -24,6 +24,7 @@ import tempfile
 from tests.hubemu.faults import Fault, FaultSet
 from tests.hubemu.repos import (
     Lfs,
+    LfsPointer,
     RepoBuilder,
     bundle_names,
     bundle_path,
@@ -79,6 +80,7 @@ __all__ = [
     "FaultSet",
     "HubEmulator",
     "Lfs",
+    "LfsPointer",
     "RepoBuilder",
     "RequestRecord",
     "bundle_names",

@@ -69,7 +69,7 @@ class Handler(BaseHTTPRequestHandler):
         if method == "POST":
             body = self.rfile.read(min(int(self.headers.get("Content-Length") or 0), 10_000_000))
         rec = RequestRecord(
-            method, route, repo, self.path, headers={k.lower(): v for k, v in self.headers.items()}
+            method, route, repo, self.path, headers={k.lower(): v for k, v in self.headers.items()}, body=body
         )
         hub.begin(rec)
         start = self.wfile.count  # type: ignore[attr-defined]

@@ -50,6 +50,14 @@ class Lfs:
     data: bytes
 
 
+@dataclass(frozen=True)
+class LfsPointer:
+    """An LFS pointer file committed as it is: its object was stored by the caller (e.g. a
+    sparse shard of the model's real size, see ``RepoBuilder.store_sparse_lfs``)."""
+
+    pointer: bytes
+
+
 def bundle_path(name: str) -> Path:
     """``google__gemma-2b-it`` or ``google/gemma-2b-it`` -> the corpus bundle file."""
     return CORPUS / "histories" / f"{name.replace('/', '__')}.bundle"
@@ -161,6 +169,19 @@ class RepoBuilder:
         obj.write_bytes(data)
         return lfs_pointer(data)
 
+    def store_sparse_lfs(self, head: bytes, size: int) -> LfsPointer:
+        """An LFS object of ``size`` bytes that holds ``head`` and then zeros, written sparse
+        (a 10 GB shard takes its header's disk). Its oid is a digest of ``head`` and ``size``,
+        not of the zeros: nothing in the emulator or hubwatch hashes whole weight files."""
+        digest = hashlib.sha256(head + str(size).encode()).hexdigest()
+        obj = self.lfs_dir / digest[:2] / digest[2:4] / digest
+        obj.parent.mkdir(parents=True, exist_ok=True)
+        with obj.open("wb") as f:
+            f.write(head)
+            f.truncate(size)
+        pointer = f"version https://git-lfs.github.com/spec/v1\noid sha256:{digest}\nsize {size}\n"
+        return LfsPointer(pointer.encode())
+
     def _tree_of(self, sha: str | None) -> dict[str, tuple[str, str]]:
         if sha is None:
             return {}
@@ -201,7 +222,7 @@ class RepoBuilder:
 
     def commit(
         self,
-        files: Mapping[str, bytes | Lfs],
+        files: Mapping[str, bytes | Lfs | LfsPointer],
         *,
         title: str = "update",
         message: str = "",
@@ -224,7 +245,9 @@ class RepoBuilder:
         for path in delete:
             tree.pop(path, None)
         for path, data in files.items():
-            if isinstance(data, Lfs):
+            if isinstance(data, LfsPointer):
+                blob = data.pointer
+            elif isinstance(data, Lfs):
                 blob = self.store_lfs(data.data)
             elif any(fnmatch.fnmatch(path.rsplit("/", 1)[-1], p) for p in LFS_PATTERNS):
                 blob = self.store_lfs(data)

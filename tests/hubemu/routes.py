@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote, unquote, urlencode
 
@@ -109,7 +110,7 @@ def _flag(req: Request, name: str) -> bool:
     return req.query.get(name, ["false"])[-1].lower() in ("1", "true")
 
 
-def _page(req: Request, items: list[Any], size: int) -> Response:
+def _page(req: Request, items: Any, size: int) -> Response:
     """One page of ``items`` from ``?cursor=`` with an absolute ``Link: rel="next"``."""
     start = int(req.query.get("cursor", ["0"])[-1] or 0)
     chunk = items[start : start + size]
@@ -301,9 +302,12 @@ def byte_range(header: str | None, total: int) -> tuple[int, int] | str | None:
     return first, min(last, total - 1)
 
 
-def serve_bytes(req: Request, data: bytes, headers: list[tuple[str, str]]) -> Response:
-    """200 with the body, or 206 + Content-Range for a Range request (HEAD: headers only)."""
-    total = len(data)
+def serve_bytes(req: Request, data: bytes | Path, headers: list[tuple[str, str]]) -> Response:
+    """200 with the body, or 206 + Content-Range for a Range request (HEAD: headers only).
+
+    A ``Path`` (an LFS object) is read only where the range asks: a sparse multi-gigabyte
+    shard costs its header's bytes, as on the Hub."""
+    total = data.stat().st_size if isinstance(data, Path) else len(data)
     headers = [*headers, ("Accept-Ranges", "bytes"), ("Content-Type", "application/octet-stream")]
     r = byte_range(req.headers.get("range"), total) if req.honour_range else None
     if r == "416":
@@ -312,9 +316,17 @@ def serve_bytes(req: Request, data: bytes, headers: list[tuple[str, str]]) -> Re
         return Response(
             206,
             [*headers, ("Content-Range", f"bytes {r[0]}-{r[1]}/{total}")],
-            data[r[0] : r[1] + 1],
+            _slice(data, r[0], r[1] + 1),
         )
-    return Response(200, headers, data)
+    return Response(200, headers, data.read_bytes() if isinstance(data, Path) else data)
+
+
+def _slice(data: bytes | Path, start: int, end: int) -> bytes:
+    if not isinstance(data, Path):
+        return data[start:end]
+    with data.open("rb") as f:
+        f.seek(start)
+        return f.read(end - start)
 
 
 def resolve(hub: HubEmulator, req: Request) -> Response:
@@ -344,7 +356,7 @@ def resolve(hub: HubEmulator, req: Request) -> Response:
         raise HubError(
             410, "EntryNotFound", f"{path}: LFS object not available on this emulator", sha
         )
-    return serve_bytes(req, obj.read_bytes(), headers)
+    return serve_bytes(req, obj, headers)
 
 
 def cdn(hub: HubEmulator, req: Request) -> Response:
@@ -353,7 +365,7 @@ def cdn(hub: HubEmulator, req: Request) -> Response:
     obj = state.git.lfs_path(sha256) if re.fullmatch(r"[0-9a-f]{64}", sha256) else None
     if obj is None or not obj.is_file():
         raise HubError(410, "EntryNotFound", "LFS object not available on this emulator")
-    return serve_bytes(req, obj.read_bytes(), [("ETag", f'"{sha256}"')])
+    return serve_bytes(req, obj, [("ETag", f'"{sha256}"')])
 
 
 def list_models(hub: HubEmulator, req: Request) -> Response:
@@ -361,6 +373,9 @@ def list_models(hub: HubEmulator, req: Request) -> Response:
     search = req.query.get("search", [None])[-1]
     sort = req.query.get("sort", [None])[-1]
     expand = req.query.get("expand")
+    wanted = (
+        set(expand) if expand else {"lastModified", "createdAt", "private", "downloads", "likes", "tags"}
+    )
     rows = []
     for repo_id, state in hub.visible_repos():
         if (author and repo_id.split("/")[0] != author) or (search and search not in repo_id):
@@ -368,23 +383,25 @@ def list_models(hub: HubEmulator, req: Request) -> Response:
         sha = state.git.resolve("main")
         if sha is None:
             continue
-        wanted = (
-            set(expand)
-            if expand
-            else {"lastModified", "createdAt", "private", "downloads", "likes", "tags"}
-        )
-        rows.append(
-            (
-                (state.git.commit_time(sha), state.created),
-                model_fields(state, repo_id, sha, wanted, False),
-            )
-        )
+        rows.append(((state.git.commit_time(sha), state.created), repo_id, state, sha))
     if sort in ("lastModified", "createdAt"):
         rows.sort(key=lambda r: r[0][0 if sort == "lastModified" else 1], reverse=True)
-    items = [r[1] for r in rows]
     limit = req.query.get("limit", [None])[-1]
     size = min(hub.models_page, int(limit)) if limit and limit.isdigit() else hub.models_page
-    return _page(req, items, max(1, size))
+    return _page(req, _Listed(rows, wanted), max(1, size))
+
+
+class _Listed:
+    """The listing's items, each built when its page is served (100,000 repos, 1,000 a page)."""
+
+    def __init__(self, rows: list[tuple[Any, str, RepoState, str]], wanted: set[str]):
+        self.rows, self.wanted = rows, wanted
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, window: slice) -> list[dict[str, Any]]:
+        return [model_fields(state, repo_id, sha, self.wanted, False) for _, repo_id, state, sha in self.rows[window]]
 
 
 def agent(hub: HubEmulator, req: Request) -> Response:

@@ -46,6 +46,7 @@ class RequestRecord:
     fault: str | None = None
     headers: dict[str, str] = field(default_factory=dict)  # request headers, lower-case names
     at: float = field(default_factory=time.time)  # wall clock on arrival (comparable with the database's)
+    body: bytes = b""  # a POST's form (paths-info), so a benchmark can replay the request
 
 
 class _Server(ThreadingHTTPServer):

@@ -58,6 +58,15 @@ def _json_object(
     return doc
 
 
+def _same_content(files: tuple[FileEntry, ...], earlier: Artifacts | None, path: str) -> bool:
+    """``path`` is in both trees with one content id (so parsing it again gives what ``earlier`` holds)."""
+    if earlier is None:
+        return False
+    now = next((f for f in files if f.path == path), None)
+    then = next((f for f in earlier.files if f.path == path), None)
+    return now is not None and then is not None and now.content_id == then.content_id
+
+
 def _tokenizer(
     contents: Mapping[str, bytes], issues: list[ParseIssue], max_depth: int = MAX_JSON_DEPTH
 ) -> TokenizerSummary | None:
@@ -85,15 +94,24 @@ def _code(contents: Mapping[str, bytes], issues: list[ParseIssue]) -> dict[str, 
     return code
 
 
-def extract_artifacts(snapshot: Snapshot, *, max_json_depth: int = MAX_JSON_DEPTH) -> Artifacts:
+def extract_artifacts(
+    snapshot: Snapshot, *, max_json_depth: int = MAX_JSON_DEPTH, earlier: Artifacts | None = None
+) -> Artifacts:
     """Parse everything hubwatch reads from one revision's snapshot.
 
     ``max_json_depth`` is ``[limits] max_json_depth``: deeper JSON is refused as hostile.
+    ``earlier``: another revision's artifacts, extracted with the same limits (the parent's):
+    the tokenizer.json summary is taken from it when the file's content id did not change,
+    since parsing and hashing a multi-megabyte vocabulary again was most of the cost of a
+    new revision (benchmarks/new_revision.py). The result is the same either way.
     """
     issues: list[ParseIssue] = []
     d = max_json_depth
     files: tuple[FileEntry, ...] = tuple(sorted(snapshot.files, key=lambda f: f.path))
     contents = _readable_contents(snapshot, issues)
+    reused_tokenizer = earlier.tokenizer if earlier is not None else None
+    reuse_tokenizer = (reused_tokenizer is not None and paths.TOKENIZER_JSON in contents
+                       and _same_content(files, earlier, paths.TOKENIZER_JSON))
     found = templates.TemplateSet()
     tokenizer_config = templates.take_from_tokenizer_config(
         _json_object(contents, paths.TOKENIZER_CONFIG, issues, d), found
@@ -114,7 +132,7 @@ def extract_artifacts(snapshot: Snapshot, *, max_json_depth: int = MAX_JSON_DEPT
         generation_config=_json_object(contents, paths.GENERATION_CONFIG, issues, d),
         tokenizer_config=tokenizer_config,
         special_tokens_map=_json_object(contents, paths.SPECIAL_TOKENS_MAP, issues, d),
-        tokenizer=_tokenizer(contents, issues, d),
+        tokenizer=reused_tokenizer if reuse_tokenizer else _tokenizer(contents, issues, d),
         chat_templates=dict(sorted(found.templates.items())),
         chat_template_sources=dict(sorted(found.sources.items())),
         weights=weights,

@@ -67,7 +67,7 @@ def analyse(job: _Job) -> Analysis:
     """The analysis itself, in whatever process runs it; content errors become ``error``."""
     error: str | None = None
     try:
-        head = extract_artifacts(job.snap, max_json_depth=job.max_json_depth)
+        head = extract_artifacts(job.snap, max_json_depth=job.max_json_depth, earlier=job.base)
         diff = diff_artifacts(job.base, head, base_sha=job.base_sha, head_sha=job.head_sha)
     except MemoryError:
         raise  # the worker answers "memory": the revision is recorded as cut

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -137,27 +139,73 @@ def _apply_backfill(commits: list[CommitInfo], backfill: str) -> list[CommitInfo
     return commits[-n:]
 
 
-class _ArtifactCache:
-    """Artifacts of recent revisions, rebuilt from the store when not in memory."""
+class RecentArtifacts:
+    """The artifacts of the revisions this process analysed last, shared by every check.
 
-    def __init__(self, store: Store, max_json_depth: int):
-        self.store, self.max_json_depth = store, max_json_depth
+    A new revision is diffed against its parent, and the parent is almost always the head
+    this process analysed when the repo last moved: keeping it saves extracting the parent
+    again from the store (a tokenizer.json parse and hash, hundreds of milliseconds for a large
+    vocabulary; benchmarks/new_revision.py). Keyed by store, repo, sha and JSON depth limit;
+    bounded by count, least recently used out first.
+    """
+
+    def __init__(self, max_items: int = 64):
+        self.max_items = max_items
+        self._items: OrderedDict[tuple[str, str, str, int], Artifacts] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str, str, int]) -> Artifacts | None:
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[str, str, str, int], artifacts: Artifacts) -> None:
+        with self._lock:
+            self._items[key] = artifacts
+            self._items.move_to_end(key)
+            while len(self._items) > self.max_items:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+RECENT = RecentArtifacts()
+
+
+class _ArtifactCache:
+    """Artifacts of a check's revisions; else the process's recent ones; else rebuilt from the store."""
+
+    def __init__(self, store: Store, max_json_depth: int, recent: RecentArtifacts = RECENT):
+        self.store, self.max_json_depth, self.recent = store, max_json_depth, recent
+        self.where = str(store.engine.url)
         self.items: dict[str, Artifacts] = {}
 
     def get(self, repo_id: str, sha: str | None) -> Artifacts | None:
         if sha is None:
             return None
         if sha not in self.items:
-            snap = self.store.snapshot(repo_id, sha)
-            if snap is None:
-                return None
-            self.items[sha] = extract_artifacts(snap, max_json_depth=self.max_json_depth)
+            key = (self.where, repo_id, sha, self.max_json_depth)
+            found = self.recent.get(key)
+            if found is None:
+                snap = self.store.snapshot(repo_id, sha)
+                if snap is None:
+                    return None
+                found = extract_artifacts(snap, max_json_depth=self.max_json_depth)
+                self.recent.put(key, found)
+            self.items[sha] = found
         return self.items[sha]
 
-    def put(self, sha: str, artifacts: Artifacts) -> None:
+    def put(self, repo_id: str, sha: str, artifacts: Artifacts, *, complete: bool) -> None:
+        """``complete``: a full analysis (a cut one is kept for this check only, as before)."""
         if len(self.items) > 8:
             self.items.pop(next(iter(self.items)))
         self.items[sha] = artifacts
+        if complete:
+            self.recent.put((self.where, repo_id, sha, self.max_json_depth), artifacts)
 
 
 def _record_commits(
@@ -193,7 +241,8 @@ def _process_commit(
     store: Store, source: HubSource, repo: RepoRecord, commit: CommitInfo, base_sha: str | None,
     cache: _ArtifactCache, opts: PipelineOptions, *, event: tuple[Change, tuple[str, ...]] | None,
 ) -> NewRevision:
-    snap = take_snapshot(source, commit.sha, limits=opts.limits, known=store.get_blob, policy=opts.reads)
+    snap = take_snapshot(source, commit.sha, limits=opts.limits, known=store.get_blob, policy=opts.reads,
+                         known_many=store.get_blobs)
     blobs = _new_blobs(snap)
     base = cache.get(repo.id, base_sha)
     # extract, diff (with its renders) and plan in a worker under a time and memory budget
@@ -202,7 +251,7 @@ def _process_commit(
     head, diff, error = found.head, found.diff, found.error
     if error:
         log.warning("revision %s@%s: %s", repo.id, commit.sha[:12], error)
-    cache.put(commit.sha, head)
+    cache.put(repo.id, commit.sha, head, complete=found.cut is None)
     changes = list(diff.changes)
     touched = {c.path for c in changes}  # the diff names every path whose content changed
     reported = {c.path for c in changes if any(t.endswith(".unreadable") for t in c.topics)}

@@ -1,0 +1,334 @@
+"""A new revision: what reading one new commit costs in-process, per stage, beside its bare requests.
+
+    .venv/bin/python benchmarks/new_revision.py                # every scenario, 3 rounds, a table
+    .venv/bin/python benchmarks/new_revision.py --profile      # plus a cProfile of the work between requests
+
+Each scenario is a real corpus repo (shared/hf-corpus/histories: its head's config, tokenizer
+files, tokenizer.json, chat templates) with safetensors shards whose headers are the model's
+tensors (names from its index, shapes from its config; see ``shards.py``), tracked on a fresh
+SQLite store, and then one real upstream change of shared/hf-corpus/changes committed on top
+(or every shard re-uploaded). The measured step is the daemon's own: ``check_repo`` of the
+repo with the Hub emulator serving it, the analysis in the worker process under its default
+budget. Each stage is timed exclusively (its wall and its thread's CPU, less what the stages
+it calls took); the analysis worker's CPU comes from /proc. "bare" is the same requests
+(recorded by the emulator: method, URL, Range, form) sent again through huggingface_hub's
+own HTTP session, each answer read and, for API routes, parsed as JSON, alternated with the
+pipeline in the same run. The emulator answers in this process on other threads: CPU is
+this thread's (and the worker's), not the emulator's.
+
+Goal (issue 17): the pipeline's CPU for a new revision under 2x that of its bare requests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import platform
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.hubemu import hf_test_env  # noqa: E402
+
+hf_test_env()
+
+from benchmarks.cpu import worker_cpu  # noqa: E402
+from benchmarks.shards import sharded_repo  # noqa: E402
+from storage.store import Store, open_store  # noqa: E402
+from tests.hubemu import HubEmulator, RepoBuilder  # noqa: E402
+from tracker.hub.hf import HfSource  # noqa: E402
+from tracker.pipeline import check as check_module  # noqa: E402
+from tracker.pipeline.advise_step import AdviseStep  # noqa: E402
+from tracker.pipeline.analysis import AnalysisBudget, AnalysisPool  # noqa: E402
+from tracker.pipeline.check import PipelineOptions, check_repo  # noqa: E402
+
+CHANGES = ROOT.parent / "shared" / "hf-corpus" / "changes"
+if not CHANGES.is_dir():
+    CHANGES = Path("/work/shared/hf-corpus/changes")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    bundle: str  # a corpus history: the repo as it was
+    change: str | None  # a corpus change: its before/ is committed first, its after/ is the new revision
+    what: str
+
+
+SCENARIOS = (
+    Scenario("gemma chat template", "google__gemma-2b-it", "gemma-2b-it__chat-template-bos-token",
+             "tokenizer_config.json: chat template emits bos_token"),
+    Scenario("llama-2 context", "meta-llama__Llama-2-7b-hf", "llama2-7b-hf__config-max-position-2048-to-4096",
+             "config.json: max_position_embeddings 2048 -> 4096"),
+    Scenario("llama-2 tokenizer", "meta-llama__Llama-2-7b-hf", "llama2-7b-hf__tokenizer-normalized-and-pad",
+             "tokenizer_config.json + special_tokens_map.json"),
+    Scenario("mistral template", "mistralai__Mistral-7B-Instruct-v0.3", "mistral-7b-instruct-v0.3__chat-template-added",
+             "tokenizer_config.json (137 kB, tool-use template) added"),
+    Scenario("mixtral window", "mistralai__Mixtral-8x7B-v0.1", "mixtral-8x7b-v0.1__sliding-window-churn",
+             "config.json: sliding_window (MoE, 19 shards)"),
+    Scenario("granite template", "ibm-granite__granite-3.1-1b-a400m-instruct",
+             "granite-3.1-1b-a400m-instruct__chat-template-update", "tokenizer_config.json chat template"),
+    Scenario("gpt-oss template", "openai__gpt-oss-20b", "gpt-oss-20b__chat-template-rewrite-82",
+             "chat_template.jinja rewritten (16 kB)"),
+    Scenario("mistral weights", "mistralai__Mistral-7B-Instruct-v0.3", None,
+             "every safetensors shard re-uploaded (new headers)"),
+)
+
+
+# ---------------------------------------------------------------------------------- stage clock
+class StageClock:
+    """Exclusive wall and thread-CPU time per named stage (a stage's callees are charged to them)."""
+
+    def __init__(self) -> None:
+        self.wall: dict[str, float] = defaultdict(float)
+        self.cpu: dict[str, float] = defaultdict(float)
+        self._stack: list[list[float]] = []
+
+    def wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            w0, c0 = time.perf_counter(), time.thread_time()
+            self._stack.append([0.0, 0.0])
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                w, c = time.perf_counter() - w0, time.thread_time() - c0
+                inner_w, inner_c = self._stack.pop()
+                self.wall[name] += w - inner_w
+                self.cpu[name] += c - inner_c
+                if self._stack:
+                    self._stack[-1][0] += w
+                    self._stack[-1][1] += c
+        return timed
+
+
+#: (stage, owner, attribute): what check_repo calls, grouped into the stages the issue names
+STAGES: tuple[tuple[str, Any, str], ...] = (
+    ("request: head check", HfSource, "resolve_head"),
+    ("request: commits", HfSource, "list_commits"),
+    ("request: tree", HfSource, "list_files"),
+    ("request: file / header reads", HfSource, "read_file"),
+    ("request: file / header reads", HfSource, "read_range"),
+    ("request: security status", HfSource, "file_security"),
+    ("snapshot (between its requests)", check_module, "take_snapshot"),
+    ("store: reads (known shas, blobs, parent snapshot)", Store, "known_shas"),
+    ("store: reads (known shas, blobs, parent snapshot)", Store, "get_blob"),
+    ("store: reads (known shas, blobs, parent snapshot)", Store, "get_blobs"),
+    ("store: reads (known shas, blobs, parent snapshot)", Store, "snapshot"),
+    ("extract: parent revision (in the daemon)", check_module, "extract_artifacts"),
+    ("rules", check_module, "apply_rules"),
+    ("advise: OSV record, lifecycle", AdviseStep, "run"),
+    ("store: write transaction", Store, "record_revision"),
+)
+
+
+@contextmanager
+def instrumented(clock: StageClock, worker: dict[str, float]) -> Iterator[None]:
+    with ExitStack() as stack:
+        for name, owner, attr in STAGES:
+            stack.enter_context(mock.patch.object(owner, attr, clock.wrap(name, getattr(owner, attr))))
+        pool_run = AnalysisPool.run
+
+        def run_counting_worker(self: AnalysisPool, *args: Any, **kwargs: Any) -> Any:
+            before = worker_cpu()
+            try:
+                return pool_run(self, *args, **kwargs)
+            finally:
+                worker["cpu"] += worker_cpu() - before
+
+        stack.enter_context(mock.patch.object(AnalysisPool, "run", clock.wrap(
+            "analysis worker: extract, diff, renders, plan", run_counting_worker)))
+        yield
+
+
+# ---------------------------------------------------------------------------------- bare requests
+def replay(hub_url: str, records: list[Any]) -> tuple[float, float]:
+    """The recorded requests again through huggingface_hub's session: (wall, CPU) seconds."""
+    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+    session = get_session()
+    base = build_hf_headers(library_name="hubwatch-bench")
+    w0, c0 = time.perf_counter(), time.thread_time()
+    for r in records:
+        headers = dict(base)
+        if "range" in r.headers:
+            headers["Range"] = r.headers["range"]
+        url = hub_url + r.path
+        if r.method == "POST":
+            resp = session.post(url, content=r.body, headers={
+                **headers, "Content-Type": r.headers.get("content-type", "application/x-www-form-urlencoded")})
+        else:
+            resp = session.get(url, headers=headers)
+        if resp.status_code < 400:
+            hf_raise_for_status(resp)
+        if r.route in ("model_info", "commits", "tree", "paths_info"):
+            resp.json()
+        else:
+            _ = resp.content
+    return time.perf_counter() - w0, time.thread_time() - c0
+
+
+# ---------------------------------------------------------------------------------- one scenario
+def _change_files(change: str, side: str) -> dict[str, bytes]:
+    root = CHANGES / change / side
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def prepare(work: Path, hub: HubEmulator, sc: Scenario, round_no: int) -> tuple[str, RepoBuilder]:
+    """The repo at its 'before' state, served and tracked (head read) on a fresh store."""
+    before = _change_files(sc.change, "before") if sc.change else {}
+    builder = sharded_repo(work / f"{sc.name.replace(' ', '-')}-{round_no}.git", sc.bundle, extra=before)
+    repo_id = f"bench-{round_no}/{sc.bundle.split('__', 1)[1]}"
+    hub.add_repo(repo_id, builder.path)
+    return repo_id, builder
+
+
+def new_commit(builder: RepoBuilder, sc: Scenario) -> None:
+    if sc.change:
+        builder.commit(_change_files(sc.change, "after"), title=sc.what)
+    else:
+        from benchmarks.shards import reupload_shards
+
+        reupload_shards(builder, sc.bundle)
+
+
+def run_scenario(work: Path, hub: HubEmulator, sc: Scenario, round_no: int, profile: cProfile.Profile | None,
+                 options: PipelineOptions | None = None) -> dict[str, Any]:
+    repo_id, builder = prepare(work, hub, sc, round_no)
+    db = work / (repo_id.replace("/", "__") + ".db")
+    store = open_store(f"sqlite:///{db}")
+    src = HfSource(repo_id, endpoint=hub.url, timeout=30)
+    try:
+        store.add_repo(repo_id, source=repo_id, source_kind="hub", backfill="none")
+        # the setup: the repo was read before, and has moved once since (a model card edit), so
+        # the measured check finds a daemon in its steady state (statements compiled, worker forked)
+        for edit in (None, {"README.md": b"# model card, edited\n"}):
+            if edit:
+                builder.commit(edit, title="Update README.md")
+            first = check_repo(store, src, _record(store, repo_id), options)
+            assert first.status == "ok", first
+        new_commit(builder, sc)
+        record = _record(store, repo_id)
+        hub.wait_idle()
+        hub.reset_stats()
+        clock, worker = StageClock(), {"cpu": 0.0}
+        with instrumented(clock, worker):
+            w0, c0 = time.perf_counter(), time.thread_time()
+            if profile is not None:
+                profile.enable()
+            result = check_repo(store, src, record, options)
+            if profile is not None:
+                profile.disable()
+            wall, cpu = time.perf_counter() - w0, time.thread_time() - c0
+        assert result.status == "ok" and result.new_revisions == 1, result
+        hub.wait_idle()
+        records = hub.requests
+        bare_wall, bare_cpu = replay(hub.url, records)
+        routes: dict[str, int] = defaultdict(int)
+        for r in records:
+            routes[r.route] += 1
+        stages = {k: {"wall": clock.wall[k], "cpu": clock.cpu[k]} for k in clock.wall}
+        stages["other (check_repo itself)"] = {"wall": wall - sum(clock.wall.values()),
+                                              "cpu": cpu - sum(clock.cpu.values())}
+        return {"scenario": sc.name, "what": sc.what, "requests": len(records), "routes": dict(routes),
+                "bytes": sum(r.bytes_sent for r in records), "wall": wall, "cpu": cpu,
+                "worker_cpu": worker["cpu"], "bare_wall": bare_wall, "bare_cpu": bare_cpu, "stages": stages}
+    finally:
+        src.close()
+        store.close()
+
+
+def _record(store: Store, repo_id: str) -> Any:
+    record = store.get_repo(repo_id)
+    assert record is not None
+    return record
+
+
+# ---------------------------------------------------------------------------------- report
+def table(rows: list[dict[str, Any]], rounds: int) -> str:
+    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by[r["scenario"]].append(r)
+    med = statistics.median
+    out = [
+        f"One new revision per scenario, median of {rounds} rounds (CPython {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC):",
+        "",
+        "| scenario | change | requests | bytes | bare wall | bare CPU | pipeline wall | pipeline CPU "
+        "(daemon + worker) | CPU / bare |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    ratios = []
+    for name, rs in by.items():
+        cpu = med([r["cpu"] + r["worker_cpu"] for r in rs])
+        bare = med([r["bare_cpu"] for r in rs])
+        ratios.append(cpu / bare)
+        routes = ", ".join(f"{k} {v}" for k, v in sorted(rs[0]["routes"].items()))
+        out.append(f"| {name} | {rs[0]['what']} | {rs[0]['requests']} ({routes}) | {rs[0]['bytes'] / 1e3:.1f} kB "
+                   f"| {med([r['bare_wall'] for r in rs]) * 1e3:.1f} ms | {bare * 1e3:.1f} ms "
+                   f"| {med([r['wall'] for r in rs]) * 1e3:.1f} ms "
+                   f"| {med([r['cpu'] for r in rs]) * 1e3:.1f} + {med([r['worker_cpu'] for r in rs]) * 1e3:.0f} ms "
+                   f"| {cpu / bare:.2f}x |")
+    names = sorted({k for r in rows for k in r["stages"]}, key=lambda k: -sum(r["stages"].get(k, {}).get("cpu", 0)
+                                                                              for r in rows))
+    out += ["", "Per stage, summed over every scenario, median round (exclusive: a stage's callees are its own "
+                "rows; worker CPU is the analysis process's own):", "",
+            "| stage | wall | CPU (this thread) |", "| --- | ---: | ---: |"]
+    per_round: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for i, r in enumerate(rows):
+        per_round[i % rounds].append(r)
+    for k in names:
+        walls = [sum(r["stages"].get(k, {}).get("wall", 0) for r in rs) for rs in per_round.values()]
+        cpus = [sum(r["stages"].get(k, {}).get("cpu", 0) for r in rs) for rs in per_round.values()]
+        out.append(f"| {k} | {med(walls) * 1e3:.1f} ms | {med(cpus) * 1e3:.1f} ms |")
+    worker = med([sum(r["worker_cpu"] for r in rs) for rs in per_round.values()])
+    out.append(f"| (analysis worker process, its CPU) | | {worker * 1e3:.1f} ms |")
+    worst = max(ratios)
+    out += ["", f"Goal: pipeline CPU under 2x its bare requests' CPU, every scenario: worst {worst:.2f}x, "
+                f"median {med(ratios):.2f}x ({'met' if worst < 2 else 'NOT met'})."]
+    return "\n".join(out)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--only", nargs="*", help="scenario names (default: all)")
+    p.add_argument("--profile", action="store_true", help="cProfile the measured checks; print the top functions")
+    p.add_argument("--in-process", action="store_true",
+                   help="analyse in this process (no worker, no budget): for --profile to see inside the analysis")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args()
+    scenarios = [s for s in SCENARIOS if not args.only or s.name in args.only]
+    profile = cProfile.Profile() if args.profile else None
+    options = PipelineOptions(analysis=AnalysisPool(AnalysisBudget(seconds=0))) if args.in_process else None
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="new-revision-") as tmp, HubEmulator() as hub:
+        for round_no in range(args.rounds):
+            for sc in scenarios:
+                rows.append(run_scenario(Path(tmp), hub, sc, round_no, profile, options))
+        assert not hub.internal_errors, hub.internal_errors
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    print(table(rows, args.rounds))
+    if profile is not None:
+        print("\ncProfile of the measured checks (this thread), by own time:\n")
+        pstats.Stats(profile, stream=sys.stdout).sort_stats("tottime").print_stats(25)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
