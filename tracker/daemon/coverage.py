@@ -42,23 +42,23 @@ class FirehoseCoverage:
         """One read: mark moved repos due, confirm the unmoved ones until ``confirm_until``.
 
         Raises :class:`~tracker.errors.SourceError` when the listing cannot be read; the chain
-        is kept (the next read reaches back to the same watermark).
+        is kept (the next read reaches back to the same watermark). Only the listed repos are
+        looked up; the confirmation is one statement: the cost grows with the Hub's pushes,
+        not with the tracked set (benchmarks/firehose_cost.py).
         """
-        tracked = {r.id: r for r in scheduling.firehose_repos(store)}
         since = self.watermark
         if self.chain_start is None:
-            checked = [r.last_success_at for r in tracked.values() if r.failures == 0 and r.last_success_at]
-            since = min(checked, default=None)
+            since = scheduling.firehose_oldest_success(store)
         read = self.firehose.read(since)
-        moved = sorted({i.id for i in read.items if i.id in tracked and i.sha != tracked[i.id].head_sha})
+        heads = scheduling.firehose_heads(store, (i.id for i in read.items))
+        moved = sorted({i.id for i in read.items if i.id in heads and i.sha != heads[i.id]})
         for repo_id in moved:
             store.mark_due(repo_id, now)
         confirmed = 0
         if read.complete and since is not None:
             start = self.chain_start = self.chain_start or since
-            unmoved = [r.id for r in tracked.values() if r.id not in moved and r.failures == 0
-                       and r.last_success_at is not None and r.last_success_at >= start]
-            confirmed = scheduling.confirm_unchanged(store, unmoved, now=now, next_check_at=confirm_until)
+            confirmed = scheduling.confirm_covered(store, moved=moved, checked_since=start, now=now,
+                                                   next_check_at=confirm_until)
             self.watermark = read.watermark
         else:
             self.chain_start = self.watermark = None
@@ -68,5 +68,4 @@ class FirehoseCoverage:
 
 def covered_count(store: Store) -> int:
     """Repos a complete firehose read can vouch for (the rest are polled)."""
-    return len(scheduling.firehose_repos(store))
-
+    return scheduling.count_firehose_repos(store)
