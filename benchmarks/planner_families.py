@@ -34,6 +34,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from planner_heads import count_unique  # noqa: E402
 
 from tracker.extract.model_config import parse_model_config  # noqa: E402
 from tracker.planner import plan  # noqa: E402
@@ -52,16 +55,6 @@ COMPOSITE_HEADS = {"llama4": ("ForConditionalGeneration",),
                    "qwen3_5": ("ForConditionalGeneration", "ForSequenceClassification",
                                "ForTokenClassification", "Model"),
                    "qwen3_5_moe": ("ForConditionalGeneration", "Model")}
-
-
-def count_unique(model: Any) -> int:
-    seen: set[int] = set()
-    total = 0
-    for p in model.parameters():
-        if id(p) not in seen:
-            seen.add(id(p))
-            total += p.numel()
-    return total
 
 
 def _attn(r: random.Random) -> dict[str, Any]:

@@ -35,7 +35,8 @@ LAYER_KEYS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "num_dec
               "encoder_layers", "decoder_layers")
 
 
-def _count(model: Any) -> int:
+def count_unique(model: Any) -> int:
+    """Unique parameters (tied weights once), as the planner counts them."""
     seen: set[int] = set()
     total = 0
     for p in model.parameters():
@@ -74,7 +75,7 @@ def main() -> int:
             try:
                 conf = AutoConfig.for_model(d.pop("model_type"), **d)
                 with torch.device("meta"):
-                    theirs = _count(cls(conf))
+                    theirs = count_unique(cls(conf))
             except Exception:  # a head that cannot be built from this config
                 continue
             ours = plan(parse_model_config(cfg)).params.total

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracker.extract.model_config_decoders import DECODERS
+
 #: Qwen3.5's vision tower (dense and MoE checkpoints alike), under the canonical key names.
 _QWEN3_5_VISION: dict[str, Any] = {
     "hidden_act": "gelu_pytorch_tanh",
@@ -26,6 +28,24 @@ _QWEN3_5_VISION: dict[str, Any] = {
     "patch_size": 16,
     "spatial_merge_size": 2,
     "temporal_patch_size": 2,
+}
+
+#: What Qwen3-Next's and Qwen3.5's config classes share: Gated DeltaNet layers (16 key and
+#: 32 value heads of 128, kernel 4) beside every 4th full-attention layer (head_dim 256).
+_GATED_DELTANET: dict[str, Any] = {
+    "attention_bias": False,
+    "full_attention_interval": 4,
+    "head_dim": 256,
+    "hidden_act": "silu",
+    "is_encoder_decoder": False,
+    "linear_conv_kernel_dim": 4,
+    "linear_key_head_dim": 128,
+    "linear_num_key_heads": 16,
+    "linear_num_value_heads": 32,
+    "linear_value_head_dim": 128,
+    "max_position_embeddings": 32768,
+    "num_attention_heads": 16,
+    "tie_word_embeddings": False,
 }
 
 NEWEST: dict[str, dict[str, Any]] = {
@@ -45,20 +65,7 @@ NEWEST: dict[str, dict[str, Any]] = {
         "tie_word_embeddings": False,
         "vocab_size": 50304,
     },
-    "olmo3": {
-        "attention_bias": False,
-        "hidden_act": "silu",
-        "hidden_size": 4096,
-        "intermediate_size": 11008,
-        "is_encoder_decoder": False,
-        "max_position_embeddings": 2048,
-        "num_attention_heads": 32,
-        "num_hidden_layers": 32,
-        "num_key_value_heads": None,
-        "sliding_window": 4096,
-        "tie_word_embeddings": False,
-        "vocab_size": 50304,
-    },
+    "olmo3": {**DECODERS["olmo2"], "sliding_window": 4096},  # OLMo 2's, plus the window
     "glm4_moe": {
         "attention_bias": False,
         "first_k_dense_replace": 1,
@@ -121,52 +128,28 @@ NEWEST: dict[str, dict[str, Any]] = {
         "tie_word_embeddings": False,
     },
     "qwen3_next": {
-        "attention_bias": False,
+        **_GATED_DELTANET,
         "decoder_sparse_step": 1,
-        "full_attention_interval": 4,
-        "head_dim": 256,
-        "hidden_act": "silu",
         "hidden_size": 2048,
         "intermediate_size": 5632,
-        "is_encoder_decoder": False,
-        "linear_conv_kernel_dim": 4,
-        "linear_key_head_dim": 128,
-        "linear_num_key_heads": 16,
-        "linear_num_value_heads": 32,
-        "linear_value_head_dim": 128,
-        "max_position_embeddings": 32768,
         "mlp_only_layers": None,
         "moe_intermediate_size": 512,
-        "num_attention_heads": 16,
         "num_experts": 512,
         "num_experts_per_tok": 10,
         "num_hidden_layers": 48,
         "num_key_value_heads": 2,
         "shared_expert_intermediate_size": 512,
-        "tie_word_embeddings": False,
         "vocab_size": 151936,
     },
     "qwen3_5_moe_text": {
-        "attention_bias": False,
-        "full_attention_interval": 4,
-        "head_dim": 256,
-        "hidden_act": "silu",
+        **_GATED_DELTANET,
         "hidden_size": 2048,
-        "is_encoder_decoder": False,
-        "linear_conv_kernel_dim": 4,
-        "linear_key_head_dim": 128,
-        "linear_num_key_heads": 16,
-        "linear_num_value_heads": 32,
-        "linear_value_head_dim": 128,
-        "max_position_embeddings": 32768,
         "moe_intermediate_size": 512,
-        "num_attention_heads": 16,
         "num_experts": 256,
         "num_experts_per_tok": 8,
         "num_hidden_layers": 40,
         "num_key_value_heads": 2,
         "shared_expert_intermediate_size": 512,
-        "tie_word_embeddings": False,
         "vocab_size": 248320,
     },
     "smollm3": {
@@ -247,23 +230,11 @@ NEWEST: dict[str, dict[str, Any]] = {
         "vocab_size": 102400,
     },
     "qwen3_5_text": {
-        "attention_bias": False,
-        "full_attention_interval": 4,
-        "head_dim": 256,
-        "hidden_act": "silu",
+        **_GATED_DELTANET,
         "hidden_size": 4096,
         "intermediate_size": 12288,
-        "is_encoder_decoder": False,
-        "linear_conv_kernel_dim": 4,
-        "linear_key_head_dim": 128,
-        "linear_num_key_heads": 16,
-        "linear_num_value_heads": 32,
-        "linear_value_head_dim": 128,
-        "max_position_embeddings": 32768,
-        "num_attention_heads": 16,
         "num_hidden_layers": 32,
         "num_key_value_heads": 4,
-        "tie_word_embeddings": False,
         "vocab_size": 248320,
     },
     "gemma4_text": {
