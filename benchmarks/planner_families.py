@@ -49,7 +49,8 @@ PREFIX = {"olmoe": "Olmoe", "olmo3": "Olmo3", "glm4_moe": "Glm4Moe", "llama4_tex
           "qwen3_next": "Qwen3Next", "qwen3_5_moe_text": "Qwen3_5Moe", "llama4": "Llama4",
           "smollm3": "SmolLM3", "glm4": "Glm4", "seed_oss": "SeedOss", "minimax_m2": "MiniMaxM2",
           "exaone4": "Exaone4", "qwen3_5_text": "Qwen3_5", "qwen3_5": "Qwen3_5",
-          "qwen3_5_moe": "Qwen3_5Moe", "gemma4_text": "Gemma4"}
+          "qwen3_5_moe": "Qwen3_5Moe", "gemma4_text": "Gemma4",
+          "cohere2": "Cohere2", "ernie4_5": "Ernie4_5"}
 #: Classes whose config is the composite one (the others take the text config).
 COMPOSITE_HEADS = {"llama4": ("ForConditionalGeneration",),
                    "qwen3_5": ("ForConditionalGeneration", "ForSequenceClassification",
@@ -121,6 +122,10 @@ def variant(model_type: str, r: random.Random) -> dict[str, Any]:
     elif model_type == "minimax_m2":
         cfg |= {"num_local_experts": e, "num_experts_per_tok": r.randint(1, e)}
         cfg.setdefault("head_dim", cfg["hidden_size"] // cfg["num_attention_heads"])
+    elif model_type == "cohere2":
+        cfg |= {"sliding_window": r.choice([16, 64]), "sliding_window_pattern": r.randint(2, 4)}
+    elif model_type == "ernie4_5":
+        cfg |= {"use_bias": r.random() < 0.5}
     elif model_type == "exaone4":
         cfg |= {"sliding_window": r.choice([16, 64]), "sliding_window_pattern": r.randint(2, 4)}
     elif model_type in ("qwen3_5", "qwen3_5_moe"):

@@ -45,8 +45,8 @@ def test_every_fixture_is_counted() -> None:
     assert names == set(table())
     families = {parse_model_config(load(n)).family for n in names}
     assert families == {"llama4", "qwen3_next", "olmoe", "olmo3", "glm4_moe", "smollm3", "glm4",
-                        "seed_oss", "minimax_m2", "exaone4", "qwen3_5", "qwen3_5_moe", "gemma4_text"}
-    assert len(CASES) >= 52
+                        "seed_oss", "minimax_m2", "exaone4", "qwen3_5", "qwen3_5_moe", "gemma4_text", "cohere2", "ernie4_5"}
+    assert len(CASES) >= 56
 
 
 @pytest.mark.parametrize(("name", "arch", "count"), CASES)
@@ -119,6 +119,8 @@ def test_glm45_dense_prefix_and_olmo3_sliding_layers() -> None:
     for name in ("allenai__Olmo-3-1025-7B.json", "LGAI-EXAONE__EXAONE-4.0-32B.json"):
         specs = layer_specs(parse_model_config(load(name)))
         assert [s.window for s in specs[:4]] == [4096, 4096, 4096, None]
+    command = layer_specs(parse_model_config(load("CohereLabs__c4ai-command-r7b-12-2024.json")))
+    assert [s.window for s in command[:4]] == [4096, 4096, 4096, None]  # sliding_window_pattern
     smol = layer_specs(parse_model_config(load("HuggingFaceTB__SmolLM3-3B.json")))
     assert {s.window for s in smol} == {None}  # use_sliding_window is off
 

@@ -261,6 +261,36 @@ NEWEST: dict[str, dict[str, Any]] = {
         "vocab_size": 262144,
         "vocab_size_per_layer_input": 262144,
     },
+    "cohere2": {
+        "attention_bias": False,
+        "head_dim": None,
+        "hidden_act": "silu",
+        "hidden_size": 8192,
+        "intermediate_size": 22528,
+        "is_encoder_decoder": False,
+        "max_position_embeddings": 8192,
+        "num_attention_heads": 64,
+        "num_hidden_layers": 40,
+        "num_key_value_heads": None,
+        "sliding_window": 4096,
+        "sliding_window_pattern": 4,
+        "tie_word_embeddings": True,
+        "vocab_size": 256000,
+    },
+    "ernie4_5": {
+        "head_dim": 128,
+        "hidden_act": "silu",
+        "hidden_size": 1024,
+        "intermediate_size": 3072,
+        "is_encoder_decoder": False,
+        "max_position_embeddings": 131072,
+        "num_attention_heads": 16,
+        "num_hidden_layers": 18,
+        "num_key_value_heads": 2,
+        "tie_word_embeddings": True,
+        "use_bias": False,
+        "vocab_size": 103424,
+    },
     "qwen3_5_vision": _QWEN3_5_VISION,
     "qwen3_5_moe_vision": _QWEN3_5_VISION,
     "qwen3_5": {"is_encoder_decoder": False, "tie_word_embeddings": False},
@@ -319,7 +349,7 @@ def derive_newest(family: str, v: dict[str, Any], user: dict[str, Any]) -> None:
                             for i in range(n)]
     elif family == "gemma4_text":
         _gemma4(v, n, has_types)
-    elif family == "exaone4" and not has_types:
+    if family in ("exaone4", "cohere2") and not has_types:
         every = _pos(v.get("sliding_window_pattern"), 4) if v.get("sliding_window") else 0
         v["layer_types"] = ["sliding_attention" if every and (i + 1) % every else
                             "full_attention" for i in range(n)]

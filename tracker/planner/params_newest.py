@@ -16,7 +16,7 @@ from tracker.planner.tally import Tally
 
 NEWEST_DECODERS = frozenset(["olmoe", "olmo3", "glm4_moe", "llama4_text", "qwen3_next",
                              "qwen3_5_moe_text", "qwen3_5_text", "smollm3", "glm4", "seed_oss",
-                             "minimax_m2", "exaone4", "gemma4_text"])
+                             "minimax_m2", "exaone4", "gemma4_text", "cohere2", "ernie4_5"])
 #: Families with Gated DeltaNet layers (where ``layer_types`` says ``linear_attention``).
 LINEAR_ATTENTION = frozenset(["qwen3_next", "qwen3_5_moe_text", "qwen3_5_text"])
 #: How each family normalizes q and k: per head ("head", head_dim weights each), over the
@@ -33,10 +33,13 @@ def count_newest(cfg: ModelConfig, t: Tally) -> None:
     if fam == "gemma4_text":
         _gemma4(cfg, t)
         return
-    # input and post-attention norms (OLMo 3, EXAONE 4: after attention and MLP), GLM-4 four
-    t.norm(h, bias=False, times=(4 if fam == "glm4" else 2) * n + 1)
+    # input and post-attention norms (OLMo 3, EXAONE 4: after attention and MLP), GLM-4 four,
+    # Cohere 2 one (attention and MLP in parallel)
+    t.norm(h, bias=False, times={"glm4": 4, "cohere2": 1}.get(fam, 2) * n + 1)
     moe = moe_layers(cfg)
     types = cfg.layer_types
+    mlp_bias = cfg.get_bool("use_bias") if fam == "ernie4_5" else (
+        fam in ("smollm3", "seed_oss") and cfg.get_bool("mlp_bias"))
     for i in range(n):
         if fam in LINEAR_ATTENTION and i < len(types) and types[i] == "linear_attention":
             _gated_delta_net(cfg, t)
@@ -47,8 +50,7 @@ def count_newest(cfg: ModelConfig, t: Tally) -> None:
         else:
             f = cfg.get_int("intermediate_size_mlp") if fam == "llama4_text" \
                 else cfg.intermediate_size
-            _gated_mlp(t, "mlp", h, f, bias=fam in ("smollm3", "seed_oss")
-                       and cfg.get_bool("mlp_bias"))
+            _gated_mlp(t, "mlp", h, f, bias=mlp_bias)
 
 
 def moe_layers(cfg: ModelConfig) -> frozenset[int]:
@@ -71,7 +73,8 @@ def _attention(cfg: ModelConfig, t: Tally, layer: int) -> None:
     fam = cfg.family or ""
     h, hd, heads, kv = cfg.hidden_size, cfg.head_dim, cfg.num_heads, cfg.num_kv_heads
     q, k = heads * hd, kv * hd
-    bias = cfg.get_bool("attention_bias") and fam not in ("minimax_m2", "exaone4")  # never biased
+    bias = cfg.get_bool("use_bias") if fam == "ernie4_5" else \
+        cfg.get_bool("attention_bias") and fam not in ("minimax_m2", "exaone4")  # never biased
     o_bias = {"glm4_moe": False, "glm4": False,
               "seed_oss": cfg.get_bool("attention_out_bias")}.get(fam, bias)
     gated = fam in LINEAR_ATTENTION  # q_proj also yields the output gate
