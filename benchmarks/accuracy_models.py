@@ -120,6 +120,19 @@ def _deepseek_v2_small() -> dict[str, Any]:
             "max_position_embeddings": 256, "tie_word_embeddings": False}
 
 
+def _mamba_130m_2_layers() -> dict[str, Any]:
+    """state-spaces/mamba-130m-hf's shapes with 2 of its 24 layers (the PyTorch scan is a
+    Python loop over the tokens: traced at 128 tokens, see TOKENS)."""
+    return {"architectures": ["MambaForCausalLM"], "model_type": "mamba", "hidden_size": 768,
+            "num_hidden_layers": 2, "vocab_size": 50280, "state_size": 16, "expand": 2,
+            "conv_kernel": 4, "time_step_rank": 48, "use_bias": False, "use_conv_bias": True,
+            "torch_dtype": "float32"}
+
+
+#: Models traced (and planned) at a given length instead of min(2048, context).
+TOKENS = {"Mamba-130m (2 layers)": 128}
+
+
 def models() -> list[tuple[str, dict[str, Any], str, bool]]:
     """(name, config, task, real tensors) for every benchmark model, in table order."""
     return [
@@ -145,4 +158,5 @@ def models() -> list[tuple[str, dict[str, Any], str, bool]]:
         ("ViT-base ImageNet-1k", _vit_imagenet(), "image", False),
         ("Qwen3-MoE (shrunk)", _qwen3_moe_small(), "causal", True),
         ("DeepSeek-V2-Lite-shaped MLA (shrunk)", _deepseek_v2_small(), "causal", True),
+        ("Mamba-130m (2 layers)", _mamba_130m_2_layers(), "causal", False),
     ]

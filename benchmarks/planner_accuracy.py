@@ -62,11 +62,12 @@ def trace(name: str, cfg: dict[str, Any], task: str, real: bool) -> dict[str, An
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import trace_step
+    from accuracy_models import TOKENS
 
     from tracker.extract.model_config import parse_model_config
     from tracker.planner import plan
 
-    m = plan(parse_model_config(cfg)).memory
+    m = plan(parse_model_config(cfg), tokens=TOKENS.get(name)).memory
     s, serve = m.training_tokens, m.serve_tokens
     t0 = time.perf_counter()
     tr = trace_step.trace_train(cfg, task, s, real)
@@ -84,11 +85,15 @@ def trace(name: str, cfg: dict[str, Any], task: str, real: bool) -> dict[str, An
 def estimate(row: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
     """Both methods' estimates beside a model's traced figures (pure: no torch)."""
     sys.path.insert(0, str(ROOT))
+    from accuracy_models import TOKENS
+
     from tracker.extract.model_config import parse_model_config
     from tracker.planner import plan
 
     parsed = parse_model_config(cfg)
-    traced_plan, seed_plan = plan(parsed), plan(parsed, method="seed")
+    tokens = TOKENS.get(row["name"])
+    traced_plan = plan(parsed, tokens=tokens)
+    seed_plan = plan(parsed, method="seed", tokens=tokens)
     m, sm = traced_plan.memory, seed_plan.memory
     est = {"full_finetune": m.full_finetune, "activations": m.activations, "lora": m.lora,
            "lora_activations": m.lora_per_sample, "weights": m.serve_weights,

@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from planner_families import count_unique  # noqa: E402
 from ssm_vlm_encoder_configs import FAMILIES, PREFIX, PUBLISHED, variant  # noqa: E402
 
 from tracker.extract.model_config import parse_model_config  # noqa: E402
@@ -40,16 +41,6 @@ HEADS = ("Model", "ForCausalLM", "ForConditionalGeneration", "ForMaskedLM",
          "ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering",
          "ForMultipleChoice")
 FIXTURES = ROOT / "tests" / "planner" / "fixtures" / "families.json"
-
-
-def _count(model: Any) -> int:
-    seen: set[int] = set()
-    total = 0
-    for p in model.parameters():
-        if id(p) not in seen:
-            seen.add(id(p))
-            total += p.numel()
-    return total
 
 
 def theirs(cfg: dict[str, Any], cls_name: str) -> int | None:
@@ -64,7 +55,7 @@ def theirs(cfg: dict[str, Any], cls_name: str) -> int | None:
     d = {k: v for k, v in cfg.items() if k not in ("architectures", "transformers_version")}
     conf = AutoConfig.for_model(d.pop("model_type"), **d)
     with torch.device("meta"):
-        return _count(cls(conf))
+        return count_unique(cls(conf))
 
 
 def heads_of(family: str) -> list[str]:

@@ -154,7 +154,10 @@ def _peft(base: Any) -> Any:
         lambda self, *a, **k: None)
     torch.nn.Module.to = lambda self, *a, **k: self  # type: ignore  # one device already
     try:
-        return get_peft_model(base, LoraConfig(r=16, lora_alpha=32, target_modules="all-linear"))
+        # peft refuses LoRA on a Mamba mixer's out_proj (and conv1d) for these model types
+        mamba = getattr(base.config, "model_type", "") in ("mamba", "mamba2", "falcon_h1")
+        return get_peft_model(base, LoraConfig(r=16, lora_alpha=32, target_modules="all-linear",
+                                               exclude_modules=["out_proj"] if mamba else None))
     finally:
         tuners_utils.BaseTunerLayer._move_adapter_to_device_of_base_layer = move  # type: ignore
         torch.nn.Module.to = to  # type: ignore

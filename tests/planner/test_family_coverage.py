@@ -97,3 +97,21 @@ def test_encoders_have_no_kv_cache() -> None:
     for name in ("answerdotai__ModernBERT-base", "sentence-transformers__all-mpnet-base-v2"):
         m = plan_of(_config(name)).memory
         assert m.kv_cache == 0 and m.recurrent_state == 0 and m.serve_per_sample > 0
+
+
+def test_mamba_lora_leaves_out_proj_alone_as_peft_does() -> None:
+    # peft refuses LoRA on a Mamba mixer's out_proj in mamba / mamba2 / falcon_h1 models:
+    # in_proj (768 -> 3072), x_proj (1536 -> 48 + 32) and dt_proj (48 -> 1536) per layer
+    p = plan_of(_config("state-spaces__mamba-130m-hf"))
+    assert p.memory.lora_params == 24 * 16 * ((768 + 3072) + (1536 + 80) + (48 + 1536))
+
+
+def test_mamba_training_keeps_the_scan_state_per_token() -> None:
+    from tracker.planner.traced_mamba import MAMBA1_PER_STATE
+
+    small = plan_of(_config("state-spaces__mamba-130m-hf"), tokens=256).memory
+    large = plan_of(_config("state-spaces__mamba-130m-hf", state_size=32), tokens=256).memory
+    # 16 more state channels per inner channel (1536) in each of 24 layers, at 256 tokens
+    assert large.activations - small.activations == 24 * 256 * MAMBA1_PER_STATE * 1536 * 16
+    assert 0 < small.lora_per_sample < small.activations
+    assert small.kv_cache == plan_of(_config("state-spaces__mamba-130m-hf")).memory.kv_cache

@@ -71,7 +71,8 @@ def build_graph(cfg: ModelConfig,
         p = ("Encoder_" if spec.stack == "encoder" else "Decoder_") if fam in SEQ2SEQ else ""
         k = len(items)
         append(GraphNode(k + 1, f"{p}{norm}_{i}_1", norm, shape))
-        append(GraphNode(k + 2, f"{p}Attention_{i}", lab[0], shape))
+        mixer = "Mixer" if spec.attention == "recurrent" else "Attention"
+        append(GraphNode(k + 2, f"{p}{mixer}_{i}", lab[0], shape))
         append(GraphNode(k + 3, f"{p}Add_{i}_1", "Add", shape))
         if spec.mlp == "none":  # a Mamba block: norm, mixer, residual
             continue

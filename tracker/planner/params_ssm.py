@@ -5,7 +5,8 @@ width, a depthwise causal convolution, x_proj to the time-step rank and B, C, dt
 and D per inner channel, out_proj. Mamba-2 (Codestral Mamba, Falcon-H1): one in_proj to
 z, x, B, C and dt, a convolution over x, B and C, dt_bias, A_log and D per head, a gated
 RMSNorm (optional in Falcon-H1), out_proj. Mixer linears are in the ``mixer`` group (LoRA
-targets them: peft's all-linear takes every ``nn.Linear``; the convolution is not one).
+targets them: peft's all-linear takes every ``nn.Linear`` but refuses a Mamba out_proj in
+mamba, mamba2 and falcon_h1 models; the convolution is not a linear).
 Jamba interleaves attention and Mamba layers and dense and MoE MLPs by period and offset;
 Falcon-H1 runs attention and a Mamba-2 mixer side by side in every layer.
 """
@@ -19,14 +20,18 @@ SSM_FAMILIES = frozenset({"mamba", "mamba2", "jamba", "falcon_h1"})
 
 
 def mamba1_mixer(t: Tally, h: int, inner: int, d_state: int, d_conv: int, rank: int, *,
-                 bias: bool, conv_bias: bool, bcdt_norms: bool = False, times: int = 1) -> None:
-    """One Mamba-1 mixer (``times`` of them); Jamba adds RMSNorms on dt, B and C."""
+                 bias: bool, conv_bias: bool, bcdt_norms: bool = False, lora_out: bool = False,
+                 times: int = 1) -> None:
+    """One Mamba-1 mixer (``times`` of them); Jamba adds RMSNorms on dt, B and C.
+
+    ``lora_out``: whether LoRA adapts out_proj (peft refuses it for ``mamba``, ``mamba2`` and
+    ``falcon_h1`` models; Jamba's is adapted)."""
     t.linear("mixer", h, 2 * inner, bias=bias, times=times)
     t.add("mixer", inner * d_conv + (inner if conv_bias else 0), times)  # depthwise conv1d
     t.linear("mixer", inner, rank + 2 * d_state, times=times)
     t.linear("mixer", rank, inner, bias=True, times=times)
     t.add("mixer", inner * d_state + inner, times)  # A_log, D
-    t.linear("mixer", inner, h, bias=bias, times=times)
+    t.linear("mixer", inner, h, bias=bias, times=times, lora=lora_out)
     if bcdt_norms:
         t.norm(rank + 2 * d_state, bias=False, times=times)
 
@@ -41,7 +46,7 @@ def mamba2_mixer(t: Tally, h: int, inner: int, groups: int, d_state: int, d_conv
     t.add("mixer", 3 * heads, times)  # dt_bias, A_log, D
     if gated_norm:
         t.norm(inner, bias=False, times=times)
-    t.linear("mixer", inner, h, bias=out_bias, times=times)
+    t.linear("mixer", inner, h, bias=out_bias, times=times, lora=False)  # peft refuses it
 
 
 def count_ssm(cfg: ModelConfig, t: Tally) -> None:
@@ -101,7 +106,7 @@ def _jamba(cfg: ModelConfig, t: Tally) -> None:
     mamba1_mixer(t, h, inner, v("mamba_d_state"), v("mamba_d_conv"), v("mamba_dt_rank"),
                  bias=cfg.get_bool("mamba_proj_bias"),
                  conv_bias=cfg.get_bool("mamba_conv_bias", True), bcdt_norms=True,
-                 times=n - attn)
+                 lora_out=True, times=n - attn)
     t.norm(h, bias=False, times=2 * n)  # input and pre-feed-forward norms
     sparse = len(jamba_moe_layers(cfg))
     t.linear("mlp", h, f, times=2 * (n - sparse))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from tracker.model.plan import ModelConfig
 from tracker.planner.layers import LayerSpec
+from tracker.planner.traced_mamba import MAMBA_MIXERS, mixer_bytes_per_token
 from tracker.planner.traced_recurrent import gated_delta_net_bytes
 
 #: Families whose attention is eager in transformers (no SDPA path), and the bytes each
@@ -111,6 +112,13 @@ def _activation(cfg: ModelConfig, spec: LayerSpec) -> float:
 
 def layer_bytes_per_token(cfg: ModelConfig, spec: LayerSpec, s: int, lora: bool) -> float:
     """One layer's kept activations per token at ``s`` tokens (full fine-tune or LoRA)."""
+    mamba = mixer_bytes_per_token(cfg, spec, lora) if spec.mixer in MAMBA_MIXERS else 0.0
+    if mamba and spec.mlp == "none":  # a Mamba / Mamba-2 block is its mixer
+        return mamba
+    return mamba + _transformer_layer(cfg, spec, s, lora)
+
+
+def _transformer_layer(cfg: ModelConfig, spec: LayerSpec, s: int, lora: bool) -> float:
     fam = cfg.family or ""
     h, q, k, v, f = spec.hidden, spec.q_dim, spec.k_dim, spec.v_dim, spec.ffn
     drop = dropouts(cfg)
