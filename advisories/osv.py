@@ -47,6 +47,7 @@ from tracker.model.restore import changed_paths, content_ids, is_open, restores
 __all__ = [
     "SCHEMA_VERSION",
     "add_fixed",
+    "add_repo_name",
     "build_record",
     "changed_paths",
     "content_ids",
@@ -284,6 +285,43 @@ def mark_namespace_reused(
         f"(recorded afresh from its commit `{first}`); this revision belongs to the deleted repo",
     )
     return _ordered(new)
+
+
+def add_repo_name(
+    record: Mapping[str, Any], *, repo_id: str, repo_url: str, now: datetime,
+    repository_url: str | None = None,
+) -> dict[str, Any]:
+    """The repo was renamed: the record names it under ``repo_id`` too (an ``affected`` entry
+    with the same commits on the new URL and purl), so queries by either name find it."""
+    new = copy.deepcopy(dict(record))
+    affected = list(new.get("affected") or [])
+    wanted = purl(repo_id, repository_url=repository_url)
+    if not affected or any(_bare_purl(a) == wanted for a in affected):
+        return new
+    first = affected[0]
+    shas = [e for r in first.get("ranges") or [] for e in r.get("events") or []]
+    introduced = next((str(e["introduced"]) for e in shas if "introduced" in e), "")
+    entry = copy.deepcopy(first)
+    for r in entry.get("ranges") or []:
+        if r.get("type") == "GIT":
+            r["repo"] = repo_url
+    entry.setdefault("database_specific", {})["purl"] = purl(repo_id, introduced or None,
+                                                             repository_url=repository_url)
+    new["affected"] = [*affected, entry]
+    names = new.setdefault("database_specific", {}).setdefault("repo_names", [])
+    if repo_id not in names:
+        names.append(repo_id)
+    ts = _bump(new, now)
+    _note(new, ts, f"repo renamed on the Hub: it is now `{one_line(repo_id)}` ({repo_url})")
+    return _ordered(new)
+
+
+def _bare_purl(affected: Mapping[str, Any]) -> str:
+    """An affected entry's purl without its version (the package it names)."""
+    text = str((affected.get("database_specific") or {}).get("purl", ""))
+    head, _, query = text.partition("?")
+    base = head.rsplit("@", 1)[0] if "@" in head.split("/")[-1] else head
+    return base + (f"?{query}" if query else "")
 
 
 def withdraw(record: Mapping[str, Any], reason: str, now: datetime) -> dict[str, Any]:

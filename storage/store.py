@@ -29,6 +29,7 @@ from storage.tables import (
     BlobRow,
     ChangeRow,
     PlanRow,
+    RepoAliasRow,
     RepoRow,
     RevisionRow,
 )
@@ -168,9 +169,13 @@ class Store:
         self, repo_id: str, *, now: datetime, error: str | None = None, error_kind: str | None = None,
         next_check_at: datetime | None = None, changed: bool = False,
     ) -> None:
-        """Remember the outcome of one check: the error (or its absence) and the next check time."""
+        """Remember the outcome of one check: the error (or its absence) and the next check time.
+
+        ``repo_id`` may be the id the check began under, before it found the repo renamed."""
         with self.session() as s:
             row = s.get(RepoRow, repo_id)
+            if row is None and (alias := s.get(RepoAliasRow, repo_id)) is not None:
+                row = s.get(RepoRow, alias.repo_id)
             if row is None:
                 return
             row.last_poll_at = now

@@ -215,3 +215,13 @@ class DeliveryRow(SQLModel, table=True):
     delivered_at: datetime | None = None
     lease_owner: str | None = Field(default=None, max_length=120)
     lease_expires_at: datetime | None = None
+
+
+class RepoAliasRow(SQLModel, table=True):
+    """A former id of a tracked repo (renamed on the Hub): reads by it find the repo."""
+
+    __tablename__ = "repo_aliases"
+
+    old_id: str = Field(primary_key=True, max_length=200)
+    repo_id: str = Field(foreign_key="repos.id", index=True, max_length=200)
+    renamed_at: datetime

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from tests.hubemu.gitproto import GIT_ALLOWED, GIT_HANDLERS
 from tests.hubemu.routes import ALLOWED, HANDLERS, HubError, Request, Response, parse_route
@@ -16,6 +16,19 @@ _ALLOWED = {**ALLOWED, **GIT_ALLOWED}
 if TYPE_CHECKING:
     from tests.hubemu.faults import Fault
     from tests.hubemu.server import HubEmulator
+
+
+def _renamed_path(path: str, old: str, new: str) -> str:
+    """``path`` with the repo's two segments (``org/name``, maybe ``name.git``) renamed."""
+    parts = path.split("/")
+    o_ns, o_name = old.split("/")
+    n_ns, n_name = (quote(p, safe="") for p in new.split("/"))
+    for i in range(len(parts) - 1):
+        if unquote(parts[i]) == o_ns and unquote(parts[i + 1]).removesuffix(".git") == o_name:
+            suffix = ".git" if parts[i + 1].endswith(".git") else ""
+            parts[i : i + 2] = [n_ns, n_name + suffix]
+            break
+    return "/".join(parts)
 
 
 class _CountingWriter:
@@ -138,6 +151,10 @@ class Handler(BaseHTTPRequestHandler):
                 return HubError(
                     401, "RepoNotFound", f"Repository Not Found for url: {repo}"
                 ).response()
+        moved = hub.moved_to(repo)
+        if moved is not None and repo is not None:  # renamed: 307 to the same path, new id
+            host = self.headers.get("Host") or f"127.0.0.1:{hub.port}"
+            return Response(307, [("Location", f"http://{host}{_renamed_path(self.path, repo, moved)}")])
         handler = _HANDLERS.get(route)
         if handler is None or method not in _ALLOWED.get(route, ("GET",)):
             return HubError(

@@ -91,6 +91,7 @@ class HubEmulator:
         self.security: dict[str, dict[str, object]] = {}
         self.stopping = threading.Event()
         self._repos: dict[str, RepoState] = {}
+        self._moved: dict[str, str] = {}  # renamed repos: old id -> new id (answered with 307)
         self._lock = threading.Lock()
         self._records: list[RequestRecord] = []
         self._inflight = 0
@@ -149,6 +150,23 @@ class HubEmulator:
         another history under the same name, ``createdAt`` the moment of re-creation."""
         self.remove_repo(repo_id)
         self.add_repo(repo_id, git_dir, created=time.time())
+
+    def rename_repo(self, old: str, new: str) -> None:
+        """Rename it, as the Hub does: every route of ``old`` answers 307 to the same path under
+        ``new`` (API, downloads, git), until a repo is created under ``old`` again."""
+        with self._lock:
+            self._repos[new] = self._repos.pop(old)
+            self._moved[old] = new
+            for k, v in list(self._moved.items()):  # renamed twice: the first name follows too
+                if v == old:
+                    self._moved[k] = new
+
+    def moved_to(self, repo_id: str | None) -> str | None:
+        """Where a renamed repo lives now (None: not renamed, or its old name was taken again)."""
+        with self._lock:
+            if repo_id is None or repo_id in self._repos:
+                return None
+            return self._moved.get(repo_id)
 
     def remove_repo(self, repo_id: str) -> None:
         """Delete it: from now on every route answers 401 RepoNotFound, as the Hub does."""

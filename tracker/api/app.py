@@ -20,6 +20,7 @@ from tracker import __version__
 from tracker.api.guard import RequestGuard
 from tracker.api.metrics import Metrics
 from tracker.api.openapi import install_openapi
+from tracker.api.renamed import RenamedRepos
 from tracker.config import Settings
 
 HealthCheck = Callable[[], dict[str, Any]]
@@ -37,6 +38,7 @@ def create_app(
     app.state.settings = settings
     app.state.metrics = metrics or Metrics(store)
     _install_error_shape(app)
+    app.add_middleware(RenamedRepos, store=store)  # a renamed repo's old id: 307 to the new one
     app.add_middleware(RequestGuard, max_body=settings.api.max_body_bytes, api_token=settings.server.api_token)
 
     @app.get("/healthz", include_in_schema=False)

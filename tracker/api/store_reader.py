@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from storage.renames import canonical_id
 from storage.store import Store
 
 PURL_PREFIX = "pkg:huggingface/"
@@ -34,7 +35,8 @@ class StoreAdvisoryReader:
         repo_id = repo_of_purl(purl)
         if repo_id is None:
             return []
-        return [r.record for r in self.store.list_advisories(repo_id)]
+        # a renamed repo's records are stored under its new id and name both (issue 10)
+        return [r.record for r in self.store.list_advisories(canonical_id(self.store, repo_id))]
 
     def for_package(self, ecosystem: str, name: str) -> list[dict[str, Any]]:
         return []  # hubwatch's records name repos by GIT range and purl, never by package

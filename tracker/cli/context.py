@@ -49,8 +49,11 @@ class Context:
         return bool(getattr(self.args, "json", False))
 
     def resolve_repo(self, source: str) -> RepoRecord:
-        """A tracked repo by id, or by the git location it was tracked from."""
-        repo = self.store.get_repo(source)
+        """A tracked repo by id (a former id of a renamed repo too), or by the git location it
+        was tracked from."""
+        from storage.renames import canonical_id
+
+        repo = self.store.get_repo(source) or self.store.get_repo(canonical_id(self.store, source))
         if repo is not None:
             return repo
         if is_git_location(source):

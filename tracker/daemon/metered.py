@@ -94,6 +94,9 @@ class MeteredSource:
             self._call(-(-len(paths) // 100))  # one request per 100 paths (tracker.hub.hf)
         return self._through(lambda: self.inner.file_security(revision, paths))
 
+    def renamed_to(self) -> str | None:
+        return self.inner.renamed_to()  # what earlier answers said: no request
+
     def created_at(self) -> datetime | None:
         self._call()
         return self._through(self.inner.created_at)

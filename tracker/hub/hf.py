@@ -59,6 +59,7 @@ class HfSource:
         self._secret = headers.get("authorization", "").removeprefix("Bearer ") or token
         self._headers = headers
         self._client: HubHttp | None = None  # built on first use: an unchanged repo never needs it
+        self._renamed_to: str | None = None
 
     @property
     def _http(self) -> HubHttp:
@@ -75,7 +76,7 @@ class HfSource:
 
     @property
     def web_url(self) -> str:
-        return f"{self._endpoint}/{self._repo_id}"
+        return f"{self._endpoint}/{self._renamed_to or self._repo_id}"  # renamed: the new page
 
     def resolve_head(self, branch: str) -> str:
         what = f"{self._repo_id}: head of {branch}"
@@ -102,6 +103,7 @@ class HfSource:
             raise SourceUnavailable(f"{what}: {type(e).__name__}", repo_id=self._repo_id) from e
         except (KeyError, ValueError, TypeError) as e:  # a body that is not a model_info
             raise SourceUnavailable(f"{what}: malformed answer", repo_id=self._repo_id) from e
+        self._note_id(getattr(info, "id", None))
         sha = getattr(info, "sha", None)
         if not isinstance(sha, str) or not _SHA.match(sha):
             raise SourceUnavailable(f"{what}: no commit sha in the answer", repo_id=self._repo_id)
@@ -220,6 +222,7 @@ class HfSource:
         what = f"{self._repo_id}: creation date"
         info = self._http.get_json(f"{self._endpoint}/api/models/{self._repo_id}", what=what,
                                    params={"expand": "createdAt"})
+        self._note_id(info.get("id") if isinstance(info, dict) else None)
         raw = info.get("createdAt") if isinstance(info, dict) else None
         try:
             return datetime.fromisoformat(str(raw).replace("Z", "+00:00")).astimezone(UTC) if raw else None
@@ -239,7 +242,20 @@ class HfSource:
     def __repr__(self) -> str:
         return f"HfSource({self._repo_id!r}, endpoint={self._endpoint!r})"
 
+    def renamed_to(self) -> str | None:
+        return self._renamed_to
+
     # -- internals ---------------------------------------------------------------------------
+    def _note_id(self, served: object) -> None:
+        """The id the Hub answered under: another one (not just other letter case) means the
+        repo was renamed and the Hub redirected us (a 307, followed by the client)."""
+        if isinstance(served, str) and served.lower() != self._repo_id.lower():
+            try:
+                validate_repo_id(served)
+            except ValueError:
+                return
+            self._renamed_to = served
+
     def _parents(self, branch: str, shas: list[str], what: str) -> dict[str, tuple[str, ...]] | None:
         """The listed commits' parents from the git protocol (the listing has none), or None
         where this endpoint serves no git for the repo (a mirror of the API alone)."""

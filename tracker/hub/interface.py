@@ -79,6 +79,11 @@ class HubSource(Protocol):
         created after our last successful look is another repo under the same name."""
         ...
 
+    def renamed_to(self) -> str | None:
+        """The ``org/name`` the host now serves this repo under, once an answer showed it is
+        another id than ``repo_id`` (a rename on the Hub: it redirects the old id); else None."""
+        ...
+
     def close(self) -> None:
         """Release connections or temporary clones."""
         ...

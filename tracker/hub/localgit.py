@@ -232,6 +232,10 @@ class GitSource:
         """Git has no scanners: nothing to report."""
         return {}
 
+    def renamed_to(self) -> str | None:
+        """A git location has no id of its own to move to."""
+        return None
+
     def created_at(self) -> datetime | None:
         """A git repository records no creation time (commit dates are the committer's word)."""
         return None

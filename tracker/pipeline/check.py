@@ -36,6 +36,7 @@ from tracker.model.keys import (
 from tracker.pipeline.advise_step import AdviseStep
 from tracker.pipeline.analysis import AnalysisPool, shared_pool
 from tracker.pipeline.plan_step import PlanStep
+from tracker.pipeline.rename_step import record_rename
 from tracker.pipeline.stored import serialise_tree
 from tracker.snapshot import ReadPolicy, SnapshotLimits, take_snapshot
 
@@ -86,6 +87,9 @@ def check_repo(
     """Bring ``repo``'s stored history up to its branch head. Source errors propagate."""
     opts = options or PipelineOptions()
     head = source.resolve_head(repo.branch)
+    moved = source.renamed_to()
+    if moved is not None and moved != repo.id:  # the Hub redirected the old id to this one
+        repo = record_rename(store, repo, moved, source.web_url, opts.advise, now=opts.clock())
     if head == repo.head_sha:
         return CheckResult(repo.id, "unchanged", head=head)
     known = store.known_shas(repo.id)

@@ -1,0 +1,58 @@
+"""Reads by a renamed repo's old id (issue 10 point 8): its JSON, pages and feed answer a 307
+to the same path under the id the repo moved to, as the Hub itself does for the old name.
+
+An ASGI middleware, so every route under ``/api/v1/repos/``, ``/repos/`` and ``/feeds/``
+follows a rename without each knowing of it; an id that is tracked (again) is served as is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+from urllib.parse import quote, unquote
+
+from starlette.concurrency import run_in_threadpool
+
+from storage.renames import canonical_id
+from storage.store import Store
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_REPO_PATH = re.compile(r"^(/api/v1/repos/|/repos/)([^/]+)/([^/]+)(/.*)?$")
+_FEED_PATH = re.compile(r"^(/feeds/)([^/]+)/([^/]+)\.atom$")
+
+
+class RenamedRepos:
+    """307 from a former repo id to the current one; everything else passes through."""
+
+    def __init__(self, app: App, *, store: Store):
+        self.app, self.store = app, store
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
+            target = await run_in_threadpool(self._moved, scope.get("path", ""))
+            if target is not None:
+                query = scope.get("query_string", b"").decode("latin-1")
+                location = scope.get("root_path", "") + target + (f"?{query}" if query else "")
+                await send({"type": "http.response.start", "status": 307,
+                            "headers": [(b"location", location.encode("latin-1")), (b"content-length", b"0")]})
+                await send({"type": "http.response.body", "body": b""})
+                return
+        await self.app(scope, receive, send)
+
+    def _moved(self, path: str) -> str | None:
+        feed = _FEED_PATH.match(path)
+        m = feed or _REPO_PATH.match(path)
+        if m is None:
+            return None
+        repo_id = f"{unquote(m.group(2))}/{unquote(m.group(3))}"
+        now = canonical_id(self.store, repo_id)
+        if now == repo_id:
+            return None
+        org, name = (quote(p, safe="") for p in now.split("/", 1))
+        rest = ".atom" if feed else (m.group(4) or "")
+        return f"{m.group(1)}{org}/{name}{rest}"
