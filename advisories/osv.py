@@ -48,6 +48,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "add_fixed",
     "add_repo_name",
+    "also_named",
     "build_record",
     "changed_paths",
     "content_ids",
@@ -293,27 +294,42 @@ def add_repo_name(
 ) -> dict[str, Any]:
     """The repo was renamed: the record names it under ``repo_id`` too (an ``affected`` entry
     with the same commits on the new URL and purl), so queries by either name find it."""
-    new = copy.deepcopy(dict(record))
-    affected = list(new.get("affected") or [])
-    wanted = purl(repo_id, repository_url=repository_url)
-    if not affected or any(_bare_purl(a) == wanted for a in affected):
+    new = also_named(record, [(repo_id, repo_url)], repository_url=repository_url)
+    if new == record:
         return new
-    first = affected[0]
-    shas = [e for r in first.get("ranges") or [] for e in r.get("events") or []]
-    introduced = next((str(e["introduced"]) for e in shas if "introduced" in e), "")
-    entry = copy.deepcopy(first)
-    for r in entry.get("ranges") or []:
-        if r.get("type") == "GIT":
-            r["repo"] = repo_url
-    entry.setdefault("database_specific", {})["purl"] = purl(repo_id, introduced or None,
-                                                             repository_url=repository_url)
-    new["affected"] = [*affected, entry]
     names = new.setdefault("database_specific", {}).setdefault("repo_names", [])
     if repo_id not in names:
         names.append(repo_id)
     ts = _bump(new, now)
     _note(new, ts, f"repo renamed on the Hub: it is now `{one_line(repo_id)}` ({repo_url})")
     return _ordered(new)
+
+
+def also_named(
+    record: Mapping[str, Any], names: Sequence[tuple[str, str]], *, repository_url: str | None = None,
+) -> dict[str, Any]:
+    """The record with an ``affected`` entry per other ``(repo id, repo URL)`` the repo has
+    (had, or now has): the first entry's commits on that URL and purl. No edit note."""
+    new = copy.deepcopy(dict(record))
+    affected = list(new.get("affected") or [])
+    if not affected:
+        return new
+    first = affected[0]
+    events = [e for r in first.get("ranges") or [] for e in r.get("events") or []]
+    introduced = next((str(e["introduced"]) for e in events if "introduced" in e), "")
+    for repo_id, repo_url in names:
+        wanted = purl(repo_id, repository_url=repository_url)
+        if any(_bare_purl(a) == wanted for a in affected):
+            continue
+        entry = copy.deepcopy(first)
+        for r in entry.get("ranges") or []:
+            if r.get("type") == "GIT":
+                r["repo"] = repo_url
+        entry.setdefault("database_specific", {})["purl"] = purl(repo_id, introduced or None,
+                                                                 repository_url=repository_url)
+        affected.append(entry)
+    new["affected"] = affected
+    return new
 
 
 def _bare_purl(affected: Mapping[str, Any]) -> str:

@@ -14,6 +14,7 @@ import httpx
 from fastapi.testclient import TestClient
 
 from storage import open_store
+from tests.advisories.osv_helpers import assert_valid
 from tests.api.data import settings
 from tests.e2e.cli_helpers import Cli
 from tests.hubemu import HubEmulator, RepoBuilder, hf_test_env
@@ -67,8 +68,11 @@ def test_rename_moves_the_repo_and_keeps_both_names(tmp_path: Path, db_url: str)
     assert [a["ranges"][0]["repo"] for a in moved["affected"]] == [f"{hub.url}/{OLD}", f"{hub.url}/{NEW}"]
     assert "renamed" in moved["details"] and moved["modified"] > old_adv["modified"]
     # the commit after the rename is recorded under the new name and URL
-    newest = [r for r in records.values() if r["affected"][0]["ranges"][0]["events"][0]["introduced"] == later]
-    assert newest and newest[0]["affected"][0]["ranges"][0]["repo"] == f"{hub.url}/{NEW}"
+    (newest,) = [r for r in records.values() if r["affected"][0]["ranges"][0]["events"][0]["introduced"] == later]
+    assert [a["ranges"][0]["repo"] for a in newest["affected"]] == [f"{hub.url}/{NEW}", f"{hub.url}/{OLD}"]
+    assert newest["database_specific"]["repo_names"] == [OLD, NEW]
+    for record in records.values():  # every record, edited or new, still meets the OSV schema
+        assert_valid(record)
 
     store = open_store(db_url)
     try:
@@ -82,7 +86,7 @@ def test_rename_moves_the_repo_and_keeps_both_names(tmp_path: Path, db_url: str)
         for name in (OLD, NEW):  # OSV queries find the old record by either package name
             purl = f"pkg:huggingface/{name}?repository_url={quote(hub.url, safe=':/')}"  # the emulator's Hub
             found = client.post("/v1/query", json={"package": {"purl": purl}}).json()
-            assert old_adv["id"] in {v["id"] for v in found.get("vulns", [])}, name
+            assert {old_adv["id"], newest["id"]} <= {v["id"] for v in found.get("vulns", [])}, name
         by_commit = client.post("/v1/query", json={"commit": context}).json()["vulns"]
         assert sorted(v["id"] for v in by_commit) == sorted({old_adv["id"], rename_adv[0]["id"]})
     finally:

@@ -12,9 +12,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from advisories.osv import HUB_URL, build_record, mark_history_rewritten, mark_namespace_reused
+from advisories.osv import (
+    HUB_URL,
+    also_named,
+    build_record,
+    mark_history_rewritten,
+    mark_namespace_reused,
+)
 from advisories.osv_client import OsvClient
 from storage.records import RepoRecord
+from storage.renames import former_ids
 from storage.store import Store
 from tracker.model import Artifacts, ChangeKind, CommitInfo, RevisionDiff
 from tracker.pipeline.lifecycle import demote_restores, fixed_updates, touched_paths
@@ -84,6 +91,11 @@ class AdviseStep:
             branch=repo.branch, commit=commit, parent=base_sha, diff=diff, plan_delta=plan_delta,
             related=related, now=now, repository_url=hub,
         )
+        former = former_ids(store, repo.id)  # renamed: findable by its old names too (issue 10)
+        if record is not None and former and url.endswith("/" + repo.id):
+            base = url[: -len(repo.id)]
+            record = also_named(record, [(old, base + old) for old in former], repository_url=hub)
+            record.setdefault("database_specific", {})["repo_names"] = [*former, repo.id]
         return record, tuple(updates), diff
 
     def _rewrite_updates(
