@@ -189,3 +189,18 @@ def test_linear_attention_layers_keep_no_score_matrix_and_grow_linearly() -> Non
     assert long == pytest.approx(4 * short, rel=1e-6)
     cfg["attention_dropout"] = 0.1  # would force a score matrix on attention layers
     assert plan_of(cfg, tokens=4096).memory.activations == long
+
+
+def test_gated_deltanet_stacks_within_ten_percent_of_their_traced_steps() -> None:
+    # traces recorded by benchmarks/trace_gated_deltanet.py (MemTracker, fake tensors)
+    traces = json.loads((Path(__file__).resolve().parents[2] / "benchmarks"
+                         / "planner_gdn_traces.json").read_text())
+    assert set(traces) == {"A", "A-full", "B"}
+    for row in traces.values():
+        m = plan_of(row["config"], tokens=row["tokens"]).memory
+        full = {int(k): v for k, v in row["full"].items()}
+        lora = {int(k): v for k, v in row["lora"].items()}
+        assert m.activations == pytest.approx((full[4] - full[2]) / 2, rel=0.1)
+        assert m.lora_per_sample == pytest.approx((lora[4] - lora[2]) / 2, rel=0.1)
+        assert m.full_fixed + 4 * m.activations == pytest.approx(full[4], rel=0.1)
+        assert m.lora_fixed + 4 * m.lora_per_sample == pytest.approx(lora[4], rel=0.1)

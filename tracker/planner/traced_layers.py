@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from tracker.model.plan import ModelConfig
 from tracker.planner.layers import LayerSpec
 from tracker.planner.traced_mamba import MAMBA_MIXERS, mixer_bytes_per_token
-from tracker.planner.traced_recurrent import gated_delta_net_bytes
+from tracker.planner.traced_recurrent import gated_delta_net_bytes, zero_centred_norm_bytes
 
 #: Families whose attention is eager in transformers (no SDPA path), and the bytes each
 #: score element keeps (scores, softmax output in fp32, dropout mask and output).
@@ -140,7 +140,7 @@ def _transformer_layer(cfg: ModelConfig, spec: LayerSpec, s: int, lora: bool) ->
         total += score_bytes(cfg) * heads * attn_s * (2 if spec.cross else 1)
     if drop.hidden:
         total += h * (3 if spec.cross else 2)  # one-byte masks after attention and MLP
-    total += _mlp(cfg, spec, h, f, drop)
+    total += _mlp(cfg, spec, h, f, drop) + zero_centred_norm_bytes(cfg, h, lora)
     if lora:
         total -= (11.0 if rms else 4.0) * h  # bf16 residual; frozen linears keep no input
         if spec.mlp == "moe":  # experts are fused tensors peft leaves frozen: no gathered copy
