@@ -4,7 +4,8 @@ Reads through the ``HubSource`` protocol only. Small files are fetched only when
 id is new (``known`` looks them up in the content-addressed store first); safetensors files
 give their JSON header by byte range, never a tensor byte. Every read is capped; a file over
 its cap, or an LFS object the source does not hold, is recorded in ``read_errors`` instead
-of failing the revision, and remembered by content id (a permanent property of the content).
+of failing the revision; a cap is remembered by content id (a permanent property of the
+content), an object not held is not (a property of the source).
 
 An error that may be transient (a 5xx, a timeout, a reset, a 404 of a file the tree lists, a
 short Range answer) is retried a few times with backoff (``ReadPolicy``); if it persists the
@@ -143,11 +144,11 @@ def take_snapshot(
             continue
         try:
             if is_safetensors(entry.path):
-                _read_header(source, sha, entry, limits, known, headers, errors, policy)
+                _read_header(source, sha, entry, limits, known, headers, errors, policy, transient)
             elif reads_inside(entry.path):
-                _read_inside(source, sha, entry, limits, known, digests, errors, policy)
+                _read_inside(source, sha, entry, limits, known, digests, errors, policy, transient)
             elif is_content_path(entry.path):  # over its cap: recorded as such by _read_small
-                _read_small(source, sha, entry, limits, known, contents, errors, policy)
+                _read_small(source, sha, entry, limits, known, contents, errors, policy, transient)
             spent += len(contents.get(entry.path, b"")) + len(headers.get(entry.path, b""))
         except ReadIncomplete as e:
             if not policy.accept_unreadable:
@@ -230,9 +231,14 @@ def _read_once(
     read: Callable[[], bytes],
     permanent: tuple[type[Exception], ...],
     not_held: str,
+    transient: set[str],
 ) -> None:
     """Bytes stored under ``key`` once per content id; a permanent failure remembered under
-    ``error_key`` answers the same again without a request. Transient errors propagate."""
+    ``error_key`` answers the same again without a request. Transient errors propagate.
+
+    An object the source does not hold (or holds with other content) is a property of this
+    source, not of the content: added to ``transient``, never remembered, or one hostile repo
+    would make the content unreadable for every repo that has it."""
     cached = known(key)
     if cached is not None:
         out[entry.path] = cached
@@ -248,6 +254,7 @@ def _read_once(
     except ObjectNotHeld:
         # The same words whatever the source said, so git and HTTP histories agree.
         errors[entry.path] = not_held
+        transient.add(entry.path)
 
 
 def _read_small(
@@ -259,6 +266,7 @@ def _read_small(
     out: dict[str, bytes],
     errors: dict[str, str],
     policy: ReadPolicy,
+    transient: set[str],
 ) -> None:
     cap = limits.cap_for(entry.path)
     if entry.size > cap:
@@ -266,7 +274,7 @@ def _read_small(
         return
     _read_once(entry, content_key(entry), content_error_key(entry), known, out, errors,
                lambda: policy.run(entry.path, lambda: _read_whole(source, sha, entry, cap)),
-               (TooLarge,), "listed in the tree but not held by the source")
+               (TooLarge,), "listed in the tree but not held by the source", transient)
 
 
 def _read_header(
@@ -278,12 +286,13 @@ def _read_header(
     out: dict[str, bytes],
     errors: dict[str, str],
     policy: ReadPolicy,
+    transient: set[str],
 ) -> None:
     _read_once(entry, header_key(entry), header_error_key(entry), known, out, errors,
                lambda: policy.run(
                    entry.path, lambda: read_safetensors_header(source, sha, entry, limits.max_header_bytes)),
                (TooLarge, InvalidContent),
-               "safetensors header not readable: the source does not serve the weights object")
+               "safetensors header not readable: the source does not serve the weights object", transient)
 
 
 def _read_inside(
@@ -295,6 +304,7 @@ def _read_inside(
     out: dict[str, bytes],
     errors: dict[str, str],
     policy: ReadPolicy,
+    transient: set[str],
 ) -> None:
     """A GGUF header or a pickle's imports, by Range, once per content id (issue 13)."""
     kind = reads_inside(entry.path)
@@ -306,7 +316,7 @@ def _read_inside(
 
     _read_once(entry, digest_key(entry), digest_error_key(entry), known, out, errors,
                lambda: policy.run(entry.path, read), (TooLarge, InvalidContent),
-               f"{kind} weights not readable: the source does not serve the weights object")
+               f"{kind} weights not readable: the source does not serve the weights object", transient)
 
 
 def read_safetensors_header(source: HubSource, sha: str, entry: FileEntry, max_header_bytes: int) -> bytes:

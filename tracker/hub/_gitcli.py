@@ -7,6 +7,7 @@ come from users and repo contents are untrusted.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
@@ -48,8 +49,22 @@ class GitFailed(Exception):
         self.stderr = stderr
 
 
-def _env(ssh_command: str | None = None, drop: Sequence[str] = ()) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in drop}
+#: Transports an operator's fetch may use (a source the API added: no file); a command that
+#: is no fetch gets none, so a partial clone's lazy fetch of a hostile promisor URL fails.
+OPERATOR_PROTOCOLS = "file:https:http:git:ssh"
+PINNED_PROTOCOLS = "https:http:git:ssh"
+_FETCHES = ("clone", "fetch", "ls-remote")
+_DROPPED_ENV = (
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_REPLACE_REF_BASE", "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_SHALLOW_FILE", "GIT_GRAFT_FILE",
+)
+
+
+def _env(ssh_command: str | None = None, drop: Sequence[str] = (), protocols: str = "") -> dict[str, str]:
+    """git's environment: never prompts, no replace objects (an id means its own content), no
+    objects, config or repository named from outside, transports only as ``protocols`` says."""
+    env = {k: v for k, v in os.environ.items() if k not in drop and k not in _DROPPED_ENV}
     env.update(
         LC_ALL="C",
         LANG="C",
@@ -60,9 +75,9 @@ def _env(ssh_command: str | None = None, drop: Sequence[str] = ()) -> dict[str, 
         GIT_CONFIG_NOSYSTEM="1",
         GIT_LFS_SKIP_SMUDGE="1",
         GIT_LITERAL_PATHSPECS="1",
+        GIT_NO_REPLACE_OBJECTS="1",
+        GIT_ALLOW_PROTOCOL=protocols,
     )
-    for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
-        env.pop(key, None)
     return env
 
 
@@ -78,7 +93,8 @@ def run_git(
 ) -> bytes:
     """Run ``git -C cwd args``; raise GitFailed on a non-zero exit, SourceUnavailable on timeout.
 
-    A ``pin`` (a network call of a source added over the API) adds its config and ssh command.
+    Only a fetch (``clone``, ``fetch``, ``ls-remote``) may use a transport. A ``pin`` (a fetch
+    of a source added over the API) adds its config and ssh command, and no ``file`` transport.
     ``env`` adds variables (e.g. ``GIT_CONFIG_*`` carrying a header that must not appear on a
     command line, where every local user could read it)."""
     cmd = ["git", *_BASE_ARGS]
@@ -94,7 +110,9 @@ def run_git(
             stdin=None if stdin is not None else subprocess.DEVNULL,
             capture_output=True,
             timeout=timeout,
-            env={**(_env(pin.ssh_command, pin.drop_env) if pin is not None else _env()), **(env or {})},
+            env={**(_env(pin.ssh_command, pin.drop_env, PINNED_PROTOCOLS) if pin is not None
+                    else _env(protocols=OPERATOR_PROTOCOLS if args[:1] and args[0] in _FETCHES else "")),
+                 **(env or {})},
             check=False,
         )
     except subprocess.TimeoutExpired as e:
@@ -142,6 +160,13 @@ def read_blob_prefix(git_dir: Path, oid: str, limit: int, *, timeout: float) -> 
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+def blob_matches(oid: str, data: bytes) -> bool:
+    """Whether ``data`` is the blob ``oid`` names (git does not check a loose object it reads;
+    the blob store is keyed by id across repos, so a lie would reach other repos' output)."""
+    algo = hashlib.sha1 if len(oid) == 40 else hashlib.sha256
+    return algo(b"blob %d\0" % len(data) + data).hexdigest() == oid
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +253,20 @@ def parse_commit(raw: bytes) -> RawCommit:
     except LookupError:
         text = body.decode("utf-8", "replace")
     title, message = split_message(text)
-    return RawCommit(tuple(parents), author, datetime.fromtimestamp(committed, UTC), title, message)
+    return RawCommit(tuple(parents), author, commit_time(committed), title, message)
+
+
+_FIRST, _LAST = datetime(1, 1, 1, tzinfo=UTC), datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+
+
+def commit_time(seconds: int) -> datetime:
+    """A commit's unix time as a datetime, clamped to years 1-9999: git takes any integer, and
+    a commit dated past them must not stop the history at it (a hostile repo's blinding commit)."""
+    if seconds <= _FIRST.timestamp():
+        return _FIRST
+    if seconds >= _LAST.timestamp():
+        return _LAST
+    return datetime.fromtimestamp(seconds, UTC)
 
 
 def split_message(text: str) -> tuple[str, str]:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from tracker.errors import RepoNotFound, RevisionNotFound
 from tracker.hub._gitcli import SHA_RE, GitFailed, run_git
+from tracker.hub._gittrust import own_git_dir, refuse_unless_self_contained
 
 
 class GitRepo:
@@ -19,13 +20,17 @@ class GitRepo:
 
     @classmethod
     def open(cls, path: Path, repo_id: str, timeout: float, origin: Path | None = None) -> GitRepo:
+        """The repository at ``path``; SourceRefused unless it is ``path``'s own and
+        self-contained (:mod:`tracker.hub._gittrust`), checked on every open."""
         try:
             out = run_git(
                 ["rev-parse", "--absolute-git-dir"], cwd=path, timeout=timeout, what=repo_id
             )
         except GitFailed as e:
             raise RepoNotFound(f"{repo_id}: not a git repository: {path}", repo_id=repo_id) from e
-        git_dir = Path(out.decode().strip())
+        git_dir = Path(out.decode("utf-8", "surrogateescape").strip())
+        own_git_dir(path, git_dir, repo_id)
+        refuse_unless_self_contained(git_dir, repo_id)
         roots = [git_dir] if origin is None else [git_dir, origin]
         return cls(git_dir, repo_id, timeout, tuple(roots))
 

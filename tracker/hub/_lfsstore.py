@@ -53,3 +53,16 @@ def read_whole_verified(f: BinaryIO, sha256: str, size: int) -> bytes | None:
     if len(data) != size or hashlib.sha256(data).hexdigest() != sha256:
         return None
     return data
+
+
+def hashes_to(f: BinaryIO, sha256: str) -> bool:
+    """Whether the whole of an opened object hashes to ``sha256`` (read in 1 MiB pieces).
+
+    Range reads check this once per object first: what a range read finds is remembered by
+    the pointer's sha256 for every repo, so a planted object must not answer for another's."""
+    digest = hashlib.sha256()
+    f.seek(0)
+    while chunk := f.read(1 << 20):
+        digest.update(chunk)
+    f.seek(0)
+    return digest.hexdigest() == sha256

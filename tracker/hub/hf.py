@@ -273,7 +273,7 @@ class HfSource:
 
 def _commit(item: dict[str, Any], parents: tuple[str, ...], what: str) -> CommitInfo:
     try:
-        date = datetime.fromisoformat(str(item["date"]).replace("Z", "+00:00")).astimezone(UTC)
+        date = _date(item.get("date"))
         authors = tuple(
             str(a["user"])
             for a in item.get("authors") or []
@@ -289,6 +289,15 @@ def _commit(item: dict[str, Any], parents: tuple[str, ...], what: str) -> Commit
         )
     except (KeyError, TypeError, ValueError) as e:
         raise SourceUnavailable(f"{what}: malformed commit {item.get('id')}") from e
+
+
+def _date(value: object) -> datetime:
+    """A commit's date; one the Hub prints that does not parse (a commit dated past year 9999)
+    is the epoch, so the commit is still read: its date must not stop the history at it."""
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).astimezone(UTC)
+    except (ValueError, OverflowError):
+        return datetime.fromtimestamp(0, UTC)
 
 
 def _file(item: dict[str, Any], what: str) -> FileEntry:

@@ -31,6 +31,7 @@ from tracker.hub._gitcli import (
     LFS_POINTER_MAX,
     SHA_RE,
     GitFailed,
+    blob_matches,
     cat_file_batch,
     parse_commit,
     parse_lfs_pointer,
@@ -39,7 +40,7 @@ from tracker.hub._gitcli import (
 )
 from tracker.hub._gitnet import FetchPin, PublicFetchPolicy
 from tracker.hub._gitrepo import GitRepo
-from tracker.hub._lfsstore import open_lfs_object, read_whole_verified
+from tracker.hub._lfsstore import hashes_to, open_lfs_object, read_whole_verified
 from tracker.hub.interface import CommitListing
 from tracker.model import CommitInfo, FileEntry
 from tracker.model.locations import strip_credentials, strip_credentials_in
@@ -117,6 +118,7 @@ class GitSource:
         if location.startswith("-") or _REMOTE_HELPER.match(location):
             raise RepoNotFound(f"invalid git location {location!r}", repo_id=repo_id)
         self._network = network
+        self._verified: set[str] = set()  # LFS objects whose whole content was hashed
         self._location = location
         self._shown = strip_credentials(location)  # what messages and OSV records may show
         self._repo_id = repo_id
@@ -142,8 +144,8 @@ class GitSource:
         if self._remote:
             return public_git_url(self._location)
         try:
-            origin = run_git(
-                ["config", "--get", "remote.origin.url"], cwd=Path(self._location).expanduser(),
+            origin = run_git(  # no include.path: a hostile config could include any local file
+                ["config", "--no-includes", "--get", "remote.origin.url"], cwd=Path(self._location).expanduser(),
                 timeout=self._timeout, what=self._repo_id,
             )
         except (GitFailed, SourceUnavailable):
@@ -221,7 +223,11 @@ class GitSource:
                 f"{path} is {real} bytes (cap {max_bytes})", repo_id=self._repo_id, revision=sha
             )
         if ptr is None:
-            return data if size < LFS_POINTER_MAX else self._blob(repo, oid)
+            whole = data if size < LFS_POINTER_MAX else self._blob(repo, oid)
+            if not blob_matches(oid, whole):  # a planted loose object: content under another's id
+                raise ObjectNotHeld(f"{path}: the object's content does not hash to its id {oid[:12]}",
+                                    repo_id=self._repo_id, revision=sha)
+            return whole
         with self._lfs_object(repo, sha, path, ptr.sha256, ptr.size) as f:
             whole = read_whole_verified(f, ptr.sha256, ptr.size)
         if whole is None:
@@ -249,6 +255,9 @@ class GitSource:
         ptr = parse_lfs_pointer(data) if data is not None else None
         if ptr is None:
             if data is not None:
+                if not blob_matches(oid, data):
+                    raise ObjectNotHeld(f"{path}: the object's content does not hash to its id {oid[:12]}",
+                                        repo_id=self._repo_id, revision=sha)
                 return data[start : start + length]
             # A big blob committed without LFS: stream its first bytes, never read it whole.
             try:
@@ -257,6 +266,11 @@ class GitSource:
                 raise SourceUnavailable(self._scrub(f"{self._repo_id}: {e}"), repo_id=self._repo_id) from e
             return prefix[start:]
         with self._lfs_object(repo, sha, path, ptr.sha256, ptr.size) as f:
+            if ptr.sha256 not in self._verified:
+                if not hashes_to(f, ptr.sha256):
+                    raise ObjectNotHeld(f"{path}: LFS object does not match its pointer",
+                                        repo_id=self._repo_id, revision=sha)
+                self._verified.add(ptr.sha256)
             f.seek(start)
             return f.read(max(0, min(length, ptr.size - start)))
 
@@ -343,6 +357,9 @@ class GitSource:
 
     def _mirror(self, *, fetch: bool) -> GitRepo:
         """The mirror repo, cloned on first use and fetched when ``fetch``."""
+        local = self._local_origin()
+        # a local origin is held to the same rule before anything is copied from it
+        origin = GitRepo.open(local, self._repo_id, self._timeout).path if local is not None else None
         if self._repo is None:
             dest = self._mirror_dir()
             if not (dest / "HEAD").exists():
@@ -355,16 +372,14 @@ class GitSource:
                         ["clone", "--mirror", "-q", "--", pin.location if pin else self._location, str(tmp)],
                         timeout=self._timeout * 10,
                         what=self._repo_id,
-                        pin=pin,
+                                pin=pin,
                     )
                 except GitFailed as e:
                     shutil.rmtree(tmp, ignore_errors=True)
                     raise self._remote_error(e) from e
                 tmp.rename(dest)
                 fetch = False
-            self._repo = GitRepo.open(
-                dest, self._repo_id, self._timeout, origin=self._origin_git_dir()
-            )
+            self._repo = GitRepo.open(dest, self._repo_id, self._timeout, origin=origin)
         if fetch:
             pin = self._pin()
             # pinned: the URL given each time (a git:// pin carries the address checked now)
@@ -375,23 +390,19 @@ class GitSource:
                     cwd=self._repo.path,
                     timeout=self._timeout * 10,
                     what=self._repo_id,
-                    pin=pin,
+                        pin=pin,
                 )
             except GitFailed as e:
                 raise self._remote_error(e) from e
         return self._repo
 
-    def _origin_git_dir(self) -> Path | None:
-        """For a local remote (file://, a path), its git dir: LFS objects may be there."""
+    def _local_origin(self) -> Path | None:
+        """A local remote's directory (file://, a path; not a bundle): LFS objects may be there."""
         loc = self._location
-        if self._network is not None:
-            return None
-        if loc.endswith(".bundle"):
+        if self._network is not None or loc.endswith(".bundle"):
             return None
         p = Path(urlsplit(loc).path) if loc.startswith("file://") else Path(loc)
-        if not p.is_dir():
-            return None
-        return p / ".git" if (p / ".git").is_dir() else p
+        return p if p.is_dir() else None
 
     def _synced(self, branch: str) -> GitRepo:
         """The repo with ``branch`` up to date: for a remote, fetch only when its head moved."""
