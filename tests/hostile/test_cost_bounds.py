@@ -5,6 +5,7 @@ recorded with an ``analysis.cut`` change, and the poll goes on with the commits 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 from storage import open_store
 from tests.daemon.helpers import config_bytes
 from tests.e2e.cli_helpers import Cli
+from tests.hostile import runners
 from tests.hubemu import RepoBuilder
 from tracker.model import Snapshot
 from tracker.pipeline.analysis import AnalysisBudget, AnalysisPool
@@ -25,26 +27,34 @@ def _slow_config(n: int, value: int) -> bytes:
     return json.dumps({**json.loads(config_bytes()), **{f"k{i}": [value, {"v": i}] for i in range(n)}}).encode()
 
 
+def _pool_for_the_cli(monkeypatch: pytest.MonkeyPatch, runner: Any) -> list[AnalysisPool]:
+    """The CLI's analysis pool, built with ``runner`` (kept in the list, closed by the caller)."""
+    from tracker.cli import context
+
+    made: list[AnalysisPool] = []
+
+    def pool(budget: AnalysisBudget) -> AnalysisPool:
+        made.append(AnalysisPool(budget, runner=runner))
+        return made[-1]
+
+    monkeypatch.setattr(context, "shared_pool", pool)
+    return made
+
+
 def test_a_revision_over_its_time_budget_is_cut_and_the_poll_goes_on(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from tracker.pipeline import analysis
-
-    real = analysis.diff_artifacts
-
-    def slower(base: Any, head: Any, **kw: Any) -> Any:  # the bomb's diff, made slow on any machine
-        out = real(base, head, **kw)
-        if isinstance(head.config, dict) and "k0" in head.config and base is not None:
-            time.sleep(5)
-        return out
-
-    monkeypatch.setattr(analysis, "diff_artifacts", slower)  # workers are forked: they inherit it
+    pools = _pool_for_the_cli(monkeypatch, runners.slow_on_bomb)
     b = RepoBuilder.init(tmp_path / "slow.git")
     b.commit({"config.json": _slow_config(20_000, 1)}, title="baseline")
     slow = b.commit({"config.json": _slow_config(20_000, 2)}, title="diff bomb")
     after = b.commit({"config.json": config_bytes(eos_token_id=9)}, title="after")
     cli = Cli(tmp_path / "cli", f"sqlite:///{tmp_path / 'hw.db'}", extra_config="[limits]\nanalysis_seconds = 1.5\n")
     started = time.monotonic()
-    tracked = cli.ok("track", str(b.path), "--as", "evil/slow", "--json").json()
+    try:
+        tracked = cli.ok("track", str(b.path), "--as", "evil/slow", "--json").json()
+    finally:
+        for pool in pools:
+            pool.close()
     assert time.monotonic() - started < 30
     assert tracked["poll"]["status"] == "ok" and tracked["poll"]["new_revisions"] == 3
     store = open_store(f"sqlite:///{tmp_path / 'hw.db'}")
@@ -55,6 +65,70 @@ def test_a_revision_over_its_time_budget_is_cut_and_the_poll_goes_on(tmp_path: P
     cut = by_sha[slow]
     assert cut.severity == "HIGH" and [c.topics for c in cut.changes] == [("analysis.cut",)]
     assert "time budget of 1.5 s" in (cut.error or "")
+
+
+def _tokenizer_bomb(entries: int) -> bytes:
+    """A tokenizer.json of a few MB whose parse and summary take more than ten times that."""
+    vocab = {f"t{i:07d}": i for i in range(entries)}
+    merges = [f"t{i:07d} t{i + 1:07d}" for i in range(entries)]
+    return json.dumps({"version": "1.0", "model": {"type": "BPE", "vocab": vocab, "merges": merges}},
+                      separators=(",", ":")).encode()
+
+
+def test_a_revision_over_its_memory_budget_is_cut_recorded_and_the_poll_goes_on(tmp_path: Path) -> None:
+    """Issue 16, point 4: the worker's address-space limit stops a revision whose analysis
+    allocates past it (here a 9 MB tokenizer.json, under every read cap, that the analysis
+    turns into hundreds of MB of objects); the daemon's own memory is not touched."""
+    import resource
+
+    bomb = _tokenizer_bomb(300_000)
+    assert len(bomb) < 25_165_824  # under the tokenizer read cap: the memory budget must stop it
+    b = RepoBuilder.init(tmp_path / "mem.git")
+    b.commit({"config.json": config_bytes()}, title="baseline")
+    heavy = b.commit({"tokenizer.json": bomb}, title="tokenizer bomb")
+    after = b.commit({"config.json": config_bytes(eos_token_id=9), "tokenizer.json": _tokenizer_bomb(10)},
+                     title="after")
+    cli = Cli(tmp_path / "cli", f"sqlite:///{tmp_path / 'hw.db'}",
+              extra_config="[limits]\nanalysis_memory_mb = 64\nanalysis_seconds = 120\n")
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    tracked = cli.ok("track", str(b.path), "--as", "evil/mem", "--json").json()
+    assert tracked["poll"]["status"] == "ok" and tracked["poll"]["new_revisions"] == 3
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before < 150 * 1024  # KiB: not here
+    store = open_store(f"sqlite:///{tmp_path / 'hw.db'}")
+    by_sha = {r.sha: r for r in store.history("evil/mem")}
+    repo = store.get_repo("evil/mem")
+    store.close()
+    assert repo is not None and repo.head_sha == after
+    cut = by_sha[heavy]
+    assert cut.severity == "HIGH" and [c.topics for c in cut.changes] == [("analysis.cut",)]
+    assert "memory budget of 64 MiB" in (cut.error or "") and "not analysed" in cut.changes[0].summary
+    assert by_sha[after].error is None  # the next one is analysed: its config change is there
+    assert [c.kind.value for c in by_sha[after].changes if c.path == "config.json"] == ["config"]
+
+
+def test_a_worker_never_inherits_a_lock_another_thread_holds(tmp_path: Path) -> None:
+    """Issue 16: workers were forked from the threaded daemon, so a lock some other thread
+    held at that instant (SQLAlchemy's pool, httpx's, logging's stream) stayed held forever in
+    the worker; an analysis that needed it hung to its deadline and was recorded as cut."""
+    snap = Snapshot(sha="b" * 40, files=(), contents={})
+    pool = AnalysisPool(AnalysisBudget(seconds=20), runner=runners.analyse_under_lock)
+    release = threading.Event()
+
+    def hold() -> None:
+        with runners.HELD_AT_FORK:
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        while not runners.HELD_AT_FORK.locked():
+            time.sleep(0.01)
+        out = pool.run(snap, None, base_sha=None, head_sha="b" * 40, max_json_depth=32, plan=PlanStep())
+    finally:
+        release.set()
+        holder.join()
+        pool.close()
+    assert out.cut is None and out.error is None
 
 
 def test_the_worker_answers_what_the_process_would() -> None:

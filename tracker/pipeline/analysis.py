@@ -7,9 +7,16 @@ extension can escape. A worker over its budget is killed and replaced; the revis
 recorded with a change that says what was cut (``analysis.cut``, HIGH: content nobody could
 compare may hide anything), and the poll goes on with the next commit.
 
-Workers are forked with the pure stages already imported, so one costs a fork, not an
-interpreter start; a pool keeps one per concurrent caller and reuses it. ``AnalysisBudget(seconds=0)``
-analyses in-process (no limit), for callers that have no use for a process.
+Workers come from a fork server: one single-threaded helper process, started once (a fresh
+interpreter that imports the pure stages), forks each worker. Forking the daemon itself
+would copy whatever locks its other threads hold at that moment (the scheduler's, SQLAlchemy's
+pool, httpx's, stdio buffers) into a child that can never release them, and every socket and
+database connection it has open; a worker that met such a lock hung until its deadline and
+its revision was recorded as cut. The server's interpreter start is paid once per process
+(:meth:`AnalysisPool.warm` starts it ahead of the first revision); a pool keeps one worker per
+concurrent caller and reuses it, so a revision costs a round trip on a pipe.
+``AnalysisBudget(seconds=0)`` analyses in-process (no limit), for callers that have no use
+for a process.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import os
 import resource
 import signal
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -90,23 +98,49 @@ def cut_change(why: str) -> Change:
                           "changes were not compared")
 
 
-class AnalysisPool:
-    """Worker processes that analyse revisions under an :class:`AnalysisBudget`."""
+Runner = Callable[[_Job], Analysis]
 
-    def __init__(self, budget: AnalysisBudget = AnalysisBudget()):
+
+class AnalysisPool:
+    """Worker processes that analyse revisions under an :class:`AnalysisBudget`.
+
+    ``runner`` is what a worker runs for each revision (:func:`analyse`; a test's own, which
+    must be a module-level function: the worker imports it by name)."""
+
+    def __init__(self, budget: AnalysisBudget = AnalysisBudget(), *, runner: Runner = analyse):
         self.budget = budget
+        self.runner = runner
         self._idle: list[_Worker] = []
         self._lock = threading.Lock()
+
+    def warm(self) -> threading.Thread | None:
+        """Start one worker (and the fork server) in the background, so the first revision
+        does not wait for an interpreter start; None when the pool analyses in-process."""
+        if self.budget.seconds <= 0:
+            return None
+
+        def start() -> None:
+            try:
+                worker = _Worker(self.budget.memory_bytes, self.runner)
+            except Exception:  # a worker that cannot start now is started (and fails) on use
+                log.warning("analysis worker could not be started ahead", exc_info=True)
+                return
+            with self._lock:
+                self._idle.append(worker)
+
+        thread = threading.Thread(target=start, name="hubwatch-analysis-warm", daemon=True)
+        thread.start()
+        return thread
 
     def run(self, snap: Snapshot, base: Artifacts | None, *, base_sha: str | None, head_sha: str,
             max_json_depth: int, plan: PlanStep) -> Analysis:
         job = _Job(snap, base, base_sha, head_sha, max_json_depth, plan)
         if self.budget.seconds <= 0:
-            return analyse(job)
+            return self.runner(job)
         with self._lock:
             worker = self._idle.pop() if self._idle else None
         if worker is None or not worker.alive():
-            worker = _Worker(self.budget.memory_bytes)
+            worker = _Worker(self.budget.memory_bytes, self.runner)
         outcome, value = worker.call(job, self.budget.seconds)
         if outcome == "ok":
             with self._lock:
@@ -135,33 +169,39 @@ _POOLS_LOCK = threading.Lock()
 
 
 def shared_pool(budget: AnalysisBudget = AnalysisBudget()) -> AnalysisPool:
-    """The process's pool for ``budget``: workers are reused by every check that shares it."""
+    """The process's pool for ``budget``: workers are reused by every check that shares it.
+    Created warm: its first worker starts in the background."""
     with _POOLS_LOCK:
         if budget not in _POOLS:
             _POOLS[budget] = AnalysisPool(budget)
+            _POOLS[budget].warm()
         return _POOLS[budget]
 
 
 _CONTEXT: Any = None
+_CONTEXT_LOCK = threading.Lock()
 
 
 def _context() -> Any:
-    """``fork``: a worker starts in milliseconds with every stage already imported (a fork
-    server's fresh interpreter took seconds to import them on a loaded host). The child only
-    runs :func:`_serve`: pure code whose modules this module imported before any fork."""
+    """The ``forkserver`` context, its server preloading this module (so the pure stages are
+    imported once, in the server, and every worker forked from it has them)."""
     global _CONTEXT
-    if _CONTEXT is None:
-        _CONTEXT = multiprocessing.get_context("fork")
-    return _CONTEXT
+    with _CONTEXT_LOCK:
+        if _CONTEXT is None:
+            ctx = multiprocessing.get_context("forkserver")
+            ctx.set_forkserver_preload([__name__])
+            _CONTEXT = ctx
+        return _CONTEXT
 
 
 class _Worker:
     """One worker process and its pipe."""
 
-    def __init__(self, memory_bytes: int):
+    def __init__(self, memory_bytes: int, runner: Runner):
         ctx = _context()
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child, memory_bytes), daemon=True, name="hubwatch-analysis")
+        self.proc = ctx.Process(target=_serve, args=(child, memory_bytes, runner), daemon=True,
+                                name="hubwatch-analysis")
         self.proc.start()
         child.close()
 
@@ -186,25 +226,25 @@ class _Worker:
         self.conn.close()
 
 
-def _serve(conn: Connection, memory_bytes: int) -> None:
+def _serve(conn: Connection, memory_bytes: int, runner: Runner) -> None:
     """The worker's loop: analyse each job sent, answer ("ok", Analysis) or ("memory", None)."""
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # not the daemon's "stop gracefully"
         signal.signal(sig, signal.SIG_DFL)
-    # the budget is on top of what the forked process already maps (a parent with threads and
-    # numpy maps gigabytes it never touches); an absolute cap below that made stack growth fault
+    # the budget is on top of what the process already maps (its interpreter and the pure
+    # stages' modules); an absolute cap below that made stack growth fault
     limit = _mapped_bytes() + memory_bytes
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     parent = os.getppid()
     while True:
         try:
-            while not conn.poll(1.0):  # siblings hold copies of the pipe: watch the parent itself
+            while not conn.poll(1.0):  # the fork server's child: exit when the server (the daemon) goes
                 if os.getppid() != parent:
                     return
             job = conn.recv()
         except (EOFError, OSError):
             return
         try:
-            conn.send(("ok", analyse(job)))
+            conn.send(("ok", runner(job)))
         except MemoryError:
             conn.send(("memory", None))
 
