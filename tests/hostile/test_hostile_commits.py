@@ -5,9 +5,13 @@ out of range`` while listing commits), so nothing after it was ever recorded."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import time
 from datetime import UTC, datetime
 from pathlib import Path
+
+import pytest
 
 from storage import open_store
 from tests.daemon.helpers import config_bytes
@@ -60,3 +64,32 @@ def test_a_hub_commit_whose_date_does_not_parse_is_still_read() -> None:
     item = {"id": "a" * 40, "date": "+10000-01-01T00:00:00Z", "title": "far future", "authors": []}
     commit = _commit(item, (), "evil/x")
     assert commit.sha == "a" * 40 and commit.committed_at == datetime.fromtimestamp(0, UTC)
+
+
+def test_a_fetch_past_its_timeout_leaves_no_process_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """git's timeout killed git alone: the ssh it ran to a host that never answers lived on
+    (one found 47 minutes later), one more per poll."""
+    from tracker.errors import SourceUnavailable
+    from tracker.hub.localgit import GitSource
+
+    bin_dir, pid_file = tmp_path / "bin", tmp_path / "ssh.pid"
+    bin_dir.mkdir()
+    (bin_dir / "ssh").write_text(f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 300\n")
+    (bin_dir / "ssh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    src = GitSource("git@hangs.example:org/x.git", "evil/hang", work_dir=tmp_path / "w", timeout=2)
+    with pytest.raises(SourceUnavailable, match="timed out"):
+        src.resolve_head("main")
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

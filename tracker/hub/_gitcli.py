@@ -7,9 +7,11 @@ come from users and repo contents are untrusted.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
+import signal
 import subprocess
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -104,24 +106,42 @@ def run_git(
         cmd += ["-C", str(cwd)]
     cmd += list(args)
     try:
-        proc = subprocess.run(
+        # its own process group: on timeout git's children (ssh, remote-https, upload-pack)
+        # are killed with it, not left running (an ssh to a host that never answers lived on)
+        proc = subprocess.Popen(
             cmd,
-            input=stdin,
-            stdin=None if stdin is not None else subprocess.DEVNULL,
-            capture_output=True,
-            timeout=timeout,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             env={**(_env(pin.ssh_command, pin.drop_env, PINNED_PROTOCOLS) if pin is not None
                     else _env(protocols=OPERATOR_PROTOCOLS if args[:1] and args[0] in _FETCHES else "")),
                  **(env or {})},
-            check=False,
+            start_new_session=True,
         )
-    except subprocess.TimeoutExpired as e:
-        raise SourceUnavailable(f"{what}: git timed out after {timeout:g}s") from e
     except OSError as e:  # git missing, cwd vanished
         raise SourceUnavailable(f"{what}: cannot run git: {e.strerror}") from e
+    try:
+        out, err = proc.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        _kill_group(proc)
+        raise SourceUnavailable(f"{what}: git timed out after {timeout:g}s") from e
+    except BaseException:
+        _kill_group(proc)
+        raise
     if proc.returncode != 0:
-        raise GitFailed(list(args), proc.returncode, proc.stderr.decode("utf-8", "replace"))
-    return proc.stdout
+        raise GitFailed(list(args), proc.returncode, err.decode("utf-8", "replace"))
+    return out
+
+
+def _kill_quietly(proc: subprocess.Popen[bytes]) -> None:
+    """Kill git and every process it started (its own process group)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    _kill_quietly(proc)
+    proc.communicate()
 
 
 def read_blob_prefix(git_dir: Path, oid: str, limit: int, *, timeout: float) -> bytes:
@@ -130,11 +150,12 @@ def read_blob_prefix(git_dir: Path, oid: str, limit: int, *, timeout: float) -> 
     cmd = ["git", *_BASE_ARGS, "-C", str(git_dir), "cat-file", "blob", oid]
     try:
         proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env()
+            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
+            start_new_session=True,
         )
     except OSError as e:
         raise SourceUnavailable(f"cannot run git: {e.strerror}") from e
-    timer = threading.Timer(timeout, proc.kill)
+    timer = threading.Timer(timeout, lambda: _kill_quietly(proc))
     timer.start()
     try:
         assert proc.stdout is not None
@@ -155,7 +176,7 @@ def read_blob_prefix(git_dir: Path, oid: str, limit: int, *, timeout: float) -> 
     finally:
         timer.cancel()
         if proc.poll() is None:
-            proc.kill()
+            _kill_quietly(proc)
         proc.wait()
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
