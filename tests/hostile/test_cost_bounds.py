@@ -27,6 +27,17 @@ def _slow_config(n: int, value: int) -> bytes:
     return json.dumps({**json.loads(config_bytes()), **{f"k{i}": [value, {"v": i}] for i in range(n)}}).encode()
 
 
+def _cut_and_moved_on(tmp_path: Path, repo_id: str, *, cut: str, head: str) -> dict[str, Any]:
+    """The stored revisions by sha, once checked: ``cut`` recorded as cut, the head at ``head``."""
+    store = open_store(f"sqlite:///{tmp_path / 'hw.db'}")
+    by_sha = {r.sha: r for r in store.history(repo_id)}
+    repo = store.get_repo(repo_id)
+    store.close()
+    assert repo is not None and repo.head_sha == head
+    assert by_sha[cut].severity == "HIGH" and [c.topics for c in by_sha[cut].changes] == [("analysis.cut",)]
+    return by_sha
+
+
 def _pool_for_the_cli(monkeypatch: pytest.MonkeyPatch, runner: Any) -> list[AnalysisPool]:
     """The CLI's analysis pool, built with ``runner`` (kept in the list, closed by the caller)."""
     from tracker.cli import context
@@ -57,13 +68,8 @@ def test_a_revision_over_its_time_budget_is_cut_and_the_poll_goes_on(tmp_path: P
             pool.close()
     assert time.monotonic() - started < 30
     assert tracked["poll"]["status"] == "ok" and tracked["poll"]["new_revisions"] == 3
-    store = open_store(f"sqlite:///{tmp_path / 'hw.db'}")
-    by_sha = {r.sha: r for r in store.history("evil/slow")}
-    repo = store.get_repo("evil/slow")
-    store.close()
-    assert repo is not None and repo.head_sha == after
+    by_sha = _cut_and_moved_on(tmp_path, "evil/slow", cut=slow, head=after)
     cut = by_sha[slow]
-    assert cut.severity == "HIGH" and [c.topics for c in cut.changes] == [("analysis.cut",)]
     assert "time budget of 1.5 s" in (cut.error or "")
 
 
@@ -94,13 +100,8 @@ def test_a_revision_over_its_memory_budget_is_cut_recorded_and_the_poll_goes_on(
     tracked = cli.ok("track", str(b.path), "--as", "evil/mem", "--json").json()
     assert tracked["poll"]["status"] == "ok" and tracked["poll"]["new_revisions"] == 3
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before < 150 * 1024  # KiB: not here
-    store = open_store(f"sqlite:///{tmp_path / 'hw.db'}")
-    by_sha = {r.sha: r for r in store.history("evil/mem")}
-    repo = store.get_repo("evil/mem")
-    store.close()
-    assert repo is not None and repo.head_sha == after
+    by_sha = _cut_and_moved_on(tmp_path, "evil/mem", cut=heavy, head=after)
     cut = by_sha[heavy]
-    assert cut.severity == "HIGH" and [c.topics for c in cut.changes] == [("analysis.cut",)]
     assert "memory budget of 64 MiB" in (cut.error or "") and "not analysed" in cut.changes[0].summary
     assert by_sha[after].error is None  # the next one is analysed: its config change is there
     assert [c.kind.value for c in by_sha[after].changes if c.path == "config.json"] == ["config"]
