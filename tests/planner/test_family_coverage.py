@@ -107,11 +107,14 @@ def test_mamba_lora_leaves_out_proj_alone_as_peft_does() -> None:
 
 
 def test_mamba_training_keeps_the_scan_state_per_token() -> None:
-    from tracker.planner.traced_mamba import MAMBA1_PER_STATE
+    from tracker.planner.traced_mamba import MAMBA1_BACKWARD_PER_STATE, MAMBA1_PER_STATE
 
     small = plan_of(_config("state-spaces__mamba-130m-hf"), tokens=256).memory
     large = plan_of(_config("state-spaces__mamba-130m-hf", state_size=32), tokens=256).memory
-    # 16 more state channels per inner channel (1536) in each of 24 layers, at 256 tokens
-    assert large.activations - small.activations == 24 * 256 * MAMBA1_PER_STATE * 1536 * 16
+    # 16 more state channels per inner channel (1536) kept in each of 24 layers at 256
+    # tokens, and at most one layer's scan gradients more at the peak
+    kept = 24 * 256 * MAMBA1_PER_STATE * 1536 * 16
+    assert kept <= large.activations - small.activations
+    assert large.activations - small.activations <= kept + 256 * MAMBA1_BACKWARD_PER_STATE * 1536 * 16
     assert 0 < small.lora_per_sample < small.activations
     assert small.kv_cache == plan_of(_config("state-spaces__mamba-130m-hf")).memory.kv_cache

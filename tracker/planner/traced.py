@@ -26,6 +26,7 @@ from tracker.model.plan import ModelConfig
 from tracker.planner.layers import ENCODER_ONLY, LayerSpec
 from tracker.planner.tally import Tally
 from tracker.planner.traced_layers import layer_bytes_per_token
+from tracker.planner.traced_mamba import scan_backward_bytes_per_token
 
 LOSS_BYTES_PER_LOGIT = 12  # log-softmax output, its gradient and the loss's, all fp32
 HEAD_PHASE_BYTES_PER_LOGIT = 4  # the logits' fp32 gradient while the head's backward runs
@@ -90,6 +91,10 @@ def full_phases(cfg: ModelConfig, t: Tally, specs: tuple[LayerSpec, ...],
         head_grad = 4 * cfg.vocab_size * _head_width(cfg)
         out.append(Phase("head", held + head_grad,
                          round(acts + v * (HEAD_PHASE_BYTES_PER_LOGIT + _softcap(cfg, "head")))))
+    scan = scan_backward_bytes_per_token(cfg, specs) * s
+    if scan:  # a Mamba scan's backward: its gradients beside every layer's saves
+        out.append(Phase("scan", held + (4 * cfg.vocab_size * _head_width(cfg) if logits else 0),
+                         round(acts + scan + v * HEAD_PHASE_BYTES_PER_LOGIT)))
     out.append(Phase("step", STEP_BYTES_PER_PARAM * p, 0))
     return tuple(out)
 
@@ -104,9 +109,12 @@ def lora_phases(cfg: ModelConfig, t: Tally, specs: tuple[LayerSpec, ...], s: int
     # fused MoE experts are frozen 3-D tensors: each routed expert's weight is copied (bf16)
     # for its matmul and kept for the backward, measured on a shrunk Qwen3-MoE
     base_bytes += 2 * t.groups.get("experts", 0)
+    scan = scan_backward_bytes_per_token(cfg, specs) * s
     return (
         Phase("loss", base_bytes + 16 * adapters,
               round(acts + v * (LOSS_BYTES_PER_LOGIT + _softcap(cfg, "loss")))),
+        *((Phase("scan", base_bytes + 16 * adapters,
+                 round(acts + scan + v * HEAD_PHASE_BYTES_PER_LOGIT)),) if scan else ()),
         Phase("step", base_bytes + STEP_BYTES_PER_PARAM * adapters, 0),
     )
 

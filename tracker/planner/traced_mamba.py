@@ -6,12 +6,14 @@ is what these terms follow, bytes per token of one layer under bf16 autocast wit
 weights, at the step's peak (which falls in the scan's backward):
 
 - Mamba-1 (Mamba, Jamba's Mamba layers): the scan's discretised A and B and every step's
-  state in fp32, its bf16 copy, and the gradients of A and B being formed: 22 x inner x
-  state_size; the projections, convolution, time step (fp32 around softplus), skip and gate
-  tensors: 19 x inner; the block's residual and RMSNorm: 7 x hidden. Fitted on three shrunk
-  Mamba models traced with benchmarks/trace_step.py (hidden 256/512, inner 512, state 4/16,
-  128 tokens; 0.04 % off on the one not used for the fit), the code's saved tensors giving
-  the form (14 x inner x state saved, 8 more as gradients at the peak);
+  state in fp32 and its bf16 copy, 14 x inner x state_size in every layer; the projections,
+  convolution, time step (fp32 around softplus), skip and gate tensors: 19 x inner; the
+  block's residual and RMSNorm: 7 x hidden. The step peaks while one layer's scan runs
+  backward: the gradients of A and B (accumulated, and one step's full-size temporary),
+  16 x inner x state_size of that layer, with the logits' fp32 gradient still held (a phase
+  of its own in :mod:`tracker.planner.traced`). Fitted on three shrunk Mamba models traced
+  with benchmarks/trace_step.py (hidden 256/512, inner 512, state 4/16, 128 tokens), the
+  code's saved tensors giving the form;
 - Mamba-2 (Codestral Mamba, Falcon-H1's mixer): the chunked scan (SSD) in PyTorch keeps
   fp32 and bf16 copies of x and its outputs and the gated RMSNorm's saves (per inner
   channel), the convolution's channels, B and C repeated to every head (heads x state), the
@@ -32,7 +34,10 @@ from tracker.planner.layers import LayerSpec
 
 MAMBA_MIXERS = frozenset({"Mamba", "Mamba-2"})
 MAMBA1_PER_INNER = 19.0
-MAMBA1_PER_STATE = 22.0  # x inner x state_size
+MAMBA1_PER_STATE = 14.0  # x inner x state_size, kept by every Mamba-1 layer
+#: While one layer's scan runs backward: the gradients of the discretised A and B, each
+#: accumulated over the steps and one step's full-size temporary (fp32), x inner x state.
+MAMBA1_BACKWARD_PER_STATE = 16.0
 #: Mamba-2: bytes the code's saved tensors give per unit, times what the traces keep of them
 #: at the peak (0.79: some are freed by then; two shrunk models, 0.78 and 0.80).
 MAMBA2_SCALE = 0.79
@@ -73,3 +78,13 @@ def mixer_bytes_per_token(cfg: ModelConfig, spec: LayerSpec, lora: bool) -> floa
     if lora:
         total -= LORA_LESS_H * spec.hidden + LORA_LESS_INNER * inner
     return total
+
+
+def scan_backward_bytes_per_token(cfg: ModelConfig, specs: tuple[LayerSpec, ...]) -> float:
+    """What one Mamba-1 layer's scan backward adds per token at its peak (0 without one)."""
+    from tracker.planner.layers_ssm import mamba_inner  # layers_ssm builds LayerSpecs
+
+    if not any(spec.mixer == "Mamba" for spec in specs):
+        return 0.0
+    state = cfg.get_int("state_size") if cfg.family == "mamba" else cfg.get_int("mamba_d_state")
+    return MAMBA1_BACKWARD_PER_STATE * mamba_inner(cfg) * state
