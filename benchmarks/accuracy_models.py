@@ -129,8 +129,19 @@ def _mamba_130m_2_layers() -> dict[str, Any]:
             "torch_dtype": "float32"}
 
 
+def _jamba_small() -> dict[str, Any]:
+    """Jamba-v0.1's layer pattern shrunk: 4 layers (attention at index 2, Mamba elsewhere),
+    dense MLPs (one expert: fake tensors cannot route), hidden 256."""
+    return {"architectures": ["JambaForCausalLM"], "model_type": "jamba", "hidden_size": 256,
+            "intermediate_size": 704, "num_hidden_layers": 4, "num_attention_heads": 8,
+            "num_key_value_heads": 2, "attn_layer_period": 4, "attn_layer_offset": 2,
+            "num_experts": 1, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2,
+            "vocab_size": 8192, "max_position_embeddings": 4096, "use_mamba_kernels": False,
+            "torch_dtype": "bfloat16"}
+
+
 #: Models traced (and planned) at a given length instead of min(2048, context).
-TOKENS = {"Mamba-130m (2 layers)": 128}
+TOKENS = {"Mamba-130m (2 layers)": 128, "Jamba (shrunk, dense)": 128}
 
 
 def models() -> list[tuple[str, dict[str, Any], str, bool]]:
@@ -159,4 +170,5 @@ def models() -> list[tuple[str, dict[str, Any], str, bool]]:
         ("Qwen3-MoE (shrunk)", _qwen3_moe_small(), "causal", True),
         ("DeepSeek-V2-Lite-shaped MLA (shrunk)", _deepseek_v2_small(), "causal", True),
         ("Mamba-130m (2 layers)", _mamba_130m_2_layers(), "causal", False),
+        ("Jamba (shrunk, dense)", _jamba_small(), "causal", False),
     ]

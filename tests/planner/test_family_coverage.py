@@ -118,3 +118,19 @@ def test_mamba_training_keeps_the_scan_state_per_token() -> None:
     assert large.activations - small.activations <= kept + 256 * MAMBA1_BACKWARD_PER_STATE * 1536 * 16
     assert 0 < small.lora_per_sample < small.activations
     assert small.kv_cache == plan_of(_config("state-spaces__mamba-130m-hf")).memory.kv_cache
+
+
+@pytest.mark.parametrize("config", [
+    {"model_type": "llava", "text_config": {"model_type": "nonexistent"}},
+    {"model_type": "qwen3_vl", "vision_config": {"depth": 10**9}},
+    {"model_type": "mamba", "hidden_size": 10**30},
+])
+def test_a_part_the_planner_cannot_build_makes_the_config_unplannable(
+        config: dict[str, Any]) -> None:
+    p = plan_of(config)
+    assert not p.supported and p.params.total == 0
+
+
+def test_a_language_model_that_is_no_decoder_is_said_not_counted() -> None:
+    p = plan_of({"model_type": "llava", "text_config": {"model_type": "mamba"}})
+    assert any(f.id == "head-unknown" and "mamba" in f.message for f in p.findings)

@@ -119,6 +119,7 @@ def _build(config: dict[str, Any], model_type: str | None, architecture: str | N
     if key in ("RefinedWeb", "RefinedWebModel"):
         values["new_decoder_architecture"] = key == "RefinedWeb"
     subs: dict[str, ModelConfig] = {}
+    unknown_sub = False
     for sub_key, sub_family in _COMPOSITE_SUBS.get(family, {}).items():
         sub_raw = config.get(sub_key)
         sub_cfg = dict(sub_raw) if isinstance(sub_raw, dict) else {}
@@ -130,11 +131,14 @@ def _build(config: dict[str, Any], model_type: str | None, architecture: str | N
         sub = parse_model_config(sub_config(family, sub_key, config.get(sub_key)))
         subs[sub_key.removesuffix("_config")] = sub
         issues.extend(f"{sub_key}: {m}" for m in sub.issues)
+        if sub.family is None:  # a tower or language model the planner cannot build
+            issues.append(f"{sub_key}: model_type {sub.model_type!r} is not supported")
+            unknown_sub = True
     _derive(family, values, user)
     labels = config.get("id2label")  # read raw: a 1000-class head's map is over the dict cap
     if "num_labels" not in user and isinstance(labels, dict) and labels:
         values["num_labels"] = len(labels)
-    fatal = _check_ints(values, issues)
+    fatal = _check_ints(values, issues) or unknown_sub
     quant = _quant(config, issues)  # raw: compressed-tensors nests its widths deeper than the cap
     return _typed(model_type, architecture, family, values, user, subs, remote, issues, fatal,
                   quant)

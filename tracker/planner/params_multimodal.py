@@ -65,9 +65,14 @@ def count_multimodal(cfg: ModelConfig, arch: str, t: Tally, notes: list[str]) ->
     text, vision = cfg.sub.get("text"), cfg.sub.get("vision")
     if text is None or vision is None:
         return
+    from tracker.planner.params import DECODERS  # params dispatches to this module
+
     if not count_vision_tower(vision, t):
         notes.append(f"vision tower {vision.model_type} unknown; not counted")
-    count_decoder(text, t)
+    if text.family in DECODERS:
+        count_decoder(text, t)
+    else:
+        notes.append(f"language model {text.model_type} is no decoder family; not counted")
     fam = cfg.family or ""
     vh, th = vision.hidden_size, text.hidden_size
     layers = cfg.values.get("vision_feature_layer")
