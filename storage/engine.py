@@ -21,6 +21,10 @@ def normalise_url(url: str) -> str:
     return url
 
 
+#: How long PostgreSQL lets one of our sessions sit idle inside a transaction before ending it.
+IDLE_IN_TRANSACTION_SECONDS = 60.0
+
+
 def make_engine(url: str, **kwargs: Any) -> Engine:
     """An engine for ``url``; SQLite files get WAL mode and foreign keys on every connection."""
     url = normalise_url(url)
@@ -50,7 +54,19 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
             cur.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10, **kwargs)
+    engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10, **kwargs)
+
+    @event.listens_for(engine, "connect")
+    def _end_orphaned_transactions(dbapi_conn: Any, _record: Any) -> None:
+        # A daemon whose host vanished mid-transaction (a partition, a dead VM) leaves its session
+        # idle in transaction on the server, holding row locks until TCP keepalive notices (hours):
+        # every write of the same blob or revision would wait behind it. Our transactions never
+        # sit idle (no Hub call or render happens inside one), so the server may end such a one.
+        with dbapi_conn.cursor() as cur:
+            cur.execute(f"SET idle_in_transaction_session_timeout = {int(IDLE_IN_TRANSACTION_SECONDS * 1000)}")
+        dbapi_conn.commit()
+
+    return engine
 
 
 def alembic_config(engine: Engine) -> Config:

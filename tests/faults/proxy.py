@@ -23,7 +23,9 @@ rule being added. The first rule that matches wins. Absolute URLs of the upstrea
 headers (Link pagination, Location) are rewritten to the proxy, so a client stays behind it.
 
 ``TcpFaultProxy(host, port)`` passes raw bytes (a database connection): ``cut(seconds)`` resets
-every open connection and refuses new ones for that long, as a restart or a network partition.
+every open connection and refuses new ones for that long, as a server restart does;
+``partition()`` kills the clients' side only and leaves the server's open and silent, until
+``heal()``.
 """
 
 from __future__ import annotations
@@ -331,6 +333,9 @@ class TcpFaultProxy(_Listener):
         self._down_until = 0.0
         self.connections = 0
         self.refused = 0
+        self._partitioned = False
+        self._upstreams: set[socket.socket] = set()
+        self._stranded: list[socket.socket] = []
 
     def cut(self, seconds: float) -> None:
         """Reset every open connection now and refuse new ones for ``seconds``."""
@@ -339,6 +344,28 @@ class TcpFaultProxy(_Listener):
             conns, self._open = list(self._open), set()
         for c in conns:
             _reset(c, wake=True)
+
+    def partition(self) -> None:
+        """A network partition: the clients' connections die, while the server's side of each
+        stays open and silent, as when a client host vanishes (the server's session lives on,
+        its open transaction and locks with it, until something ends it)."""
+        self._partitioned = True
+        self._down_until = float("inf")
+        with self._lock:
+            conns, self._open = list(self._open), set()
+        for c in conns:
+            if c in self._upstreams:
+                self._stranded.append(c)  # kept open: no FIN, no RST reaches the server
+            else:
+                _reset(c, wake=True)
+
+    def heal(self) -> None:
+        """New connections are admitted again; the stranded ones are finally closed."""
+        self._down_until = 0.0
+        self._partitioned = False
+        for c in self._stranded:
+            _reset(c, wake=True)
+        self._stranded.clear()
 
     def down(self) -> bool:
         return time.monotonic() < self._down_until
@@ -353,25 +380,28 @@ class TcpFaultProxy(_Listener):
     def serve(self, client: socket.socket) -> None:
         upstream = socket.create_connection(self.upstream, timeout=30)
         upstream.settimeout(None)
+        self._upstreams.add(upstream)
         self._track(upstream, True)
         try:
             pump = threading.Thread(target=self._pipe, args=(upstream, client), daemon=True)
             pump.start()
             self._pipe(client, upstream)
-            pump.join(5)
+            if not self._partitioned:
+                pump.join(5)
         finally:
             self._track(upstream, False)
-            upstream.close()
+            if upstream not in self._stranded:
+                upstream.close()
 
-    @staticmethod
-    def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    def _pipe(self, src: socket.socket, dst: socket.socket) -> None:
         try:
             while data := src.recv(65536):
                 dst.sendall(data)
         except OSError:
             pass
         finally:
-            with contextlib.suppress(OSError):
-                dst.shutdown(socket.SHUT_WR)
+            if not (self._partitioned and dst in self._upstreams):  # a partition sends the server nothing
+                with contextlib.suppress(OSError):
+                    dst.shutdown(socket.SHUT_WR)
 
 

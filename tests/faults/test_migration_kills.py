@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sqlalchemy import inspect, text
 
-from storage import open_store
+from storage import Store, open_store
 from tests.corpus import REPO_ROOT
 
 FORKER = textwrap.dedent("""
@@ -61,19 +61,27 @@ def test_every_kill_point_of_the_first_start_leaves_a_database_the_next_start_op
     assert statements > 20  # every CREATE, index and version row of the migrations
     assert len(killed) == statements and all(killed.values())  # each start really died at its kill point
     reference = open_store(f"sqlite:///{tmp_path / 'reference.db'}")
-    want = {t: sorted(c["name"] for c in inspect(reference.engine).get_columns(t))
-            for t in inspect(reference.engine).get_table_names()}
+    want = schema(reference)
     reference.close()
     for n in range(1, statements + 1):
-        url = f"sqlite:///{tmp_path / f'kill{n}.db'}"
-        store = open_store(url)  # the next start: must not fail ("table blobs already exists")
-        try:
-            insp = inspect(store.engine)
-            got = {t: sorted(c["name"] for c in insp.get_columns(t)) for t in insp.get_table_names()}
-            assert got == want, f"kill after statement {n}"
-            with store.engine.connect() as c:
-                versions = c.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
-            assert len(versions) == 1, f"kill after statement {n}: {versions}"
-            store.add_repo("org/model", source="org/model", source_kind="hub")  # and it works
-        finally:
-            store.close()
+        assert_next_start_opens(f"sqlite:///{tmp_path / f'kill{n}.db'}", want, n)
+
+
+def schema(store: Store) -> dict[str, list[str]]:
+    """Table name -> sorted column names."""
+    insp = inspect(store.engine)
+    return {t: sorted(c["name"] for c in insp.get_columns(t)) for t in insp.get_table_names()}
+
+
+def assert_next_start_opens(url: str, want: dict[str, list[str]], n: int) -> None:
+    """The start after a kill at statement ``n``: it opens the database (it must not fail with
+    "table blobs already exists"), finds the whole schema at one version, and can write."""
+    store = open_store(url)
+    try:
+        assert schema(store) == want, f"kill after statement {n}"
+        with store.engine.connect() as c:
+            versions = c.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
+        assert len(versions) == 1, f"kill after statement {n}: {versions}"
+        store.add_repo("org/model", source="org/model", source_kind="hub")  # and it works
+    finally:
+        store.close()

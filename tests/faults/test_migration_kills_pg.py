@@ -15,10 +15,10 @@ import textwrap
 
 import psycopg
 import pytest
-from sqlalchemy import inspect, text
 
 from storage import open_store
 from tests.corpus import REPO_ROOT
+from tests.faults.test_migration_kills import assert_next_start_opens, schema
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(900)]  # ~80 s idle, 4 min loaded
 
@@ -82,18 +82,7 @@ def test_every_kill_point_of_a_first_start_on_postgresql_leaves_a_database_the_n
     assert len(killed) == statements and all(killed.values())  # each start really died at its kill point
 
     reference = open_store(_in_schema(database, "reference"))
-    insp = inspect(reference.engine)
-    want = {t: sorted(c["name"] for c in insp.get_columns(t)) for t in insp.get_table_names()}
+    want = schema(reference)
     reference.close()
-    for n, url in enumerate(urls, start=1):
-        store = open_store(url)  # the next start: waits for the server to end the dead session's transaction
-        try:
-            insp = inspect(store.engine)
-            got = {t: sorted(c["name"] for c in insp.get_columns(t)) for t in insp.get_table_names()}
-            assert got == want, f"kill after statement {n}"
-            with store.engine.connect() as c:
-                versions = c.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
-            assert len(versions) == 1, f"kill after statement {n}: {versions}"
-            store.add_repo("org/model", source="org/model", source_kind="hub")
-        finally:
-            store.close()
+    for n, url in enumerate(urls, start=1):  # each waits for the server to end the dead session's transaction
+        assert_next_start_opens(url, want, n)

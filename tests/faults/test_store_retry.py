@@ -132,6 +132,56 @@ def test_a_database_outage_in_the_middle_of_a_store_is_waited_out_without_asking
     assert all(r.error is None for r in got)
 
 
+@pytest.mark.postgres
+def test_a_daemon_cut_off_inside_a_transaction_does_not_hold_the_others_up_for_hours(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A partition leaves the cut-off daemon's session idle in transaction on the server, its
+    row lock held: the server ends it after ``IDLE_IN_TRANSACTION_SECONDS`` (60 s; 2 s here), so
+    another daemon's write of the same blob goes through instead of waiting for TCP keepalive."""
+    import threading
+    import time
+
+    from sqlalchemy.engine import make_url
+
+    from storage import engine as engines
+    from tests.faults.proxy import TcpFaultProxy
+
+    default = open_store(pg_url)
+    with default.engine.connect() as c:
+        assert c.execute(text("SHOW idle_in_transaction_session_timeout")).scalar_one() == "1min"
+    monkeypatch.setattr(engines, "IDLE_IN_TRANSACTION_SECONDS", 2.0)
+    real = make_url(pg_url)
+    insert = text("INSERT INTO blobs (key, size, data) VALUES ('git:shared', 1, 'x') ON CONFLICT DO NOTHING")
+    with TcpFaultProxy(real.host or "127.0.0.1", real.port or 5432) as db_proxy:
+        cut_off = open_store(real.set(host="127.0.0.1", port=db_proxy.port).render_as_string(hide_password=False))
+        held = cut_off.engine.connect()
+        held.begin()
+        held.execute(insert)  # uncommitted: the blob's row is locked
+        db_proxy.partition()  # its host vanishes; the server's side of the connection stays open
+        other = open_store(pg_url)
+        took: list[float] = []
+
+        def write_the_same_blob() -> None:
+            started = time.monotonic()
+            with other.engine.begin() as c:
+                c.execute(text("SET LOCAL statement_timeout = 20000"))  # without the fix: cancelled here
+                c.execute(insert)
+            took.append(time.monotonic() - started)
+
+        writer = threading.Thread(target=write_the_same_blob)
+        writer.start()
+        writer.join(30)
+        db_proxy.heal()
+        assert took and took[0] < 10, f"the write waited {took} s behind the orphaned transaction"
+        with other.engine.connect() as c:
+            assert c.execute(text("SELECT count(*) FROM blobs WHERE key = 'git:shared'")).scalar_one() == 1
+        other.close()
+        held.invalidate()
+        cut_off.close()
+    default.close()
+
+
 def test_which_database_errors_are_worth_another_write(tmp_path: Path) -> None:
     """Real driver errors, classified: a lost race and a lock pass, a wrong statement does not."""
     con = sqlite3.connect(tmp_path / "x.db")
