@@ -50,7 +50,7 @@ PREFIX = {"olmoe": "Olmoe", "olmo3": "Olmo3", "glm4_moe": "Glm4Moe", "llama4_tex
           "smollm3": "SmolLM3", "glm4": "Glm4", "seed_oss": "SeedOss", "minimax_m2": "MiniMaxM2",
           "exaone4": "Exaone4", "qwen3_5_text": "Qwen3_5", "qwen3_5": "Qwen3_5",
           "qwen3_5_moe": "Qwen3_5Moe", "gemma4_text": "Gemma4",
-          "cohere2": "Cohere2", "ernie4_5": "Ernie4_5"}
+          "cohere2": "Cohere2", "ernie4_5": "Ernie4_5", "ernie4_5_moe": "Ernie4_5_Moe"}
 #: Classes whose config is the composite one (the others take the text config).
 COMPOSITE_HEADS = {"llama4": ("ForConditionalGeneration",),
                    "qwen3_5": ("ForConditionalGeneration", "ForSequenceClassification",
@@ -126,6 +126,10 @@ def variant(model_type: str, r: random.Random) -> dict[str, Any]:
         cfg |= {"sliding_window": r.choice([16, 64]), "sliding_window_pattern": r.randint(2, 4)}
     elif model_type == "ernie4_5":
         cfg |= {"use_bias": r.random() < 0.5}
+    elif model_type == "ernie4_5_moe":
+        cfg |= {"use_bias": r.random() < 0.5, "moe_num_experts": e, "moe_k": r.randint(1, e),
+                "moe_intermediate_size": r.choice([16, 24]), "moe_num_shared_experts": r.randint(0, 2),
+                "moe_layer_start_index": r.randint(0, 1), "moe_layer_interval": r.randint(1, 2)}
     elif model_type == "exaone4":
         cfg |= {"sliding_window": r.choice([16, 64]), "sliding_window_pattern": r.randint(2, 4)}
     elif model_type in ("qwen3_5", "qwen3_5_moe"):

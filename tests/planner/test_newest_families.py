@@ -45,8 +45,8 @@ def test_every_fixture_is_counted() -> None:
     assert names == set(table())
     families = {parse_model_config(load(n)).family for n in names}
     assert families == {"llama4", "qwen3_next", "olmoe", "olmo3", "glm4_moe", "smollm3", "glm4",
-                        "seed_oss", "minimax_m2", "exaone4", "qwen3_5", "qwen3_5_moe", "gemma4_text", "cohere2", "ernie4_5"}
-    assert len(CASES) >= 56
+                        "seed_oss", "minimax_m2", "exaone4", "qwen3_5", "qwen3_5_moe", "gemma4_text", "cohere2", "ernie4_5", "ernie4_5_moe"}
+    assert len(CASES) >= 58
 
 
 @pytest.mark.parametrize(("name", "arch", "count"), CASES)
@@ -69,6 +69,7 @@ def test_exact_count(name: str, arch: str, count: int) -> None:
     ("MiniMaxAI__MiniMax-M2.json", 9.5e9, 10.5e9),  # "10B active"
     ("Qwen__Qwen3.5-35B-A3B.json", 2.9e9, 3.9e9),  # "A3B" (the vision tower included)
     ("Qwen__Qwen3.5-397B-A17B.json", 16.5e9, 17.5e9),  # "A17B"
+    ("baidu__ERNIE-4.5-21B-A3B-PT.json", 2.5e9, 3.5e9),  # "A3B"
 ])
 def test_active_parameters_match_the_published_figure(name: str, low: float,
                                                       high: float) -> None:

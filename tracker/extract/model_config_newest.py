@@ -256,7 +256,7 @@ NEWEST: dict[str, dict[str, Any]] = {
         "num_kv_shared_layers": 0,
         "sliding_window": 512,
         "tie_word_embeddings": True,
-        "top_k_experts": None,
+        "num_experts_per_tok": None,
         "use_double_wide_mlp": False,
         "vocab_size": 262144,
         "vocab_size_per_layer_input": 262144,
@@ -291,6 +291,27 @@ NEWEST: dict[str, dict[str, Any]] = {
         "use_bias": False,
         "vocab_size": 103424,
     },
+    "ernie4_5_moe": {
+        "head_dim": None,
+        "hidden_act": "silu",
+        "hidden_size": 2560,
+        "intermediate_size": 12288,
+        "is_encoder_decoder": False,
+        "max_position_embeddings": 131072,
+        "moe_intermediate_size": 1536,
+        "num_experts_per_tok": 6,
+        "moe_layer_end_index": -1,
+        "moe_layer_interval": 1,
+        "moe_layer_start_index": 1,
+        "num_experts": 64,
+        "moe_num_shared_experts": 2,
+        "num_attention_heads": 20,
+        "num_hidden_layers": 28,
+        "num_key_value_heads": 4,
+        "tie_word_embeddings": True,
+        "use_bias": False,
+        "vocab_size": 103424,
+    },
     "qwen3_5_vision": _QWEN3_5_VISION,
     "qwen3_5_moe_vision": _QWEN3_5_VISION,
     "qwen3_5": {"is_encoder_decoder": False, "tie_word_embeddings": False},
@@ -304,7 +325,8 @@ NEWEST_ALIASES: dict[str, dict[str, str]] = {
     "qwen3_next": {"num_local_experts": "num_experts"},
     "qwen3_5_moe_text": {"num_local_experts": "num_experts"},
     "minimax_m2": {"num_experts": "num_local_experts"},
-    "gemma4_text": {"num_experts_per_tok": "top_k_experts"},
+    "gemma4_text": {"top_k_experts": "num_experts_per_tok"},
+    "ernie4_5_moe": {"moe_num_experts": "num_experts", "moe_k": "num_experts_per_tok"},
     "qwen3_5_vision": {"depth": "num_hidden_layers", "num_heads": "num_attention_heads"},
     "qwen3_5_moe_vision": {"depth": "num_hidden_layers", "num_heads": "num_attention_heads"},
 }
@@ -317,10 +339,10 @@ NEWEST_COMPOSITES: dict[str, dict[str, str]] = {
 }
 
 #: Their integer keys, checked for type and range like the others.
-NEWEST_INT_KEYS = frozenset(["intermediate_size_mlp", "interleave_moe_layer_step", "attention_chunk_size", "no_rope_layer_interval", "vision_output_dim", "projector_input_dim", "projector_output_dim", "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim", "linear_num_key_heads", "linear_num_value_heads", "full_attention_interval", "num_nextn_predict_layers", "in_channels", "temporal_patch_size", "spatial_merge_size", "num_position_embeddings", "out_hidden_size", "depth", "hidden_size_per_layer_input", "vocab_size_per_layer_input", "num_kv_shared_layers", "global_head_dim", "num_global_key_value_heads", "top_k_experts"])
+NEWEST_INT_KEYS = frozenset(["intermediate_size_mlp", "interleave_moe_layer_step", "attention_chunk_size", "no_rope_layer_interval", "vision_output_dim", "projector_input_dim", "projector_output_dim", "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim", "linear_num_key_heads", "linear_num_value_heads", "full_attention_interval", "num_nextn_predict_layers", "in_channels", "temporal_patch_size", "spatial_merge_size", "num_position_embeddings", "out_hidden_size", "depth", "hidden_size_per_layer_input", "vocab_size_per_layer_input", "num_kv_shared_layers", "global_head_dim", "num_global_key_value_heads", "top_k_experts", "moe_k", "moe_num_experts", "moe_num_shared_experts", "moe_layer_interval", "moe_layer_start_index"])
 #: The families whose MLP is (partly) a mixture of experts.
 NEWEST_MOE = frozenset(["olmoe", "glm4_moe", "llama4_text", "qwen3_next", "qwen3_5_moe_text",
-                        "minimax_m2", "gemma4_text"])
+                        "minimax_m2", "gemma4_text", "ernie4_5_moe"])
 #: Families with Gated DeltaNet linear-attention layers beside full attention.
 LINEAR_ATTENTION = frozenset(["qwen3_next", "qwen3_5_moe_text", "qwen3_5_text"])
 

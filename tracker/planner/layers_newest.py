@@ -46,7 +46,8 @@ def _spec(cfg: ModelConfig, kind: str, moe: bool) -> LayerSpec:
     if moe:
         ffn = _expert_ffn(cfg)
         shared = {"llama4_text": cfg.intermediate_size,
-                  "glm4_moe": ffn * cfg.get_int("n_shared_experts")}.get(
+                  "glm4_moe": ffn * cfg.get_int("n_shared_experts"),
+                  "ernie4_5_moe": ffn * cfg.get_int("moe_num_shared_experts")}.get(
                       fam, cfg.get_int("shared_expert_intermediate_size"))
     else:
         ffn = cfg.get_int("intermediate_size_mlp") if fam == "llama4_text" \

@@ -117,8 +117,8 @@ def _decoder(cfg: ModelConfig, arch: str, t: Tally, notes: list[str]) -> None:
     if arch.endswith(("ForCausalLM", "LMHeadModel", "DoubleHeadsModel")) or not arch:
         if not cfg.tie_word_embeddings:
             t.linear("head", h, cfg.vocab_size, lora=False)
-        if fam in ("phi", "gptj"):
-            t.add("head", cfg.vocab_size)  # the LM head's bias
+        if fam in ("phi", "gptj") or (fam == "ernie4_5_moe" and cfg.get_bool("use_bias")):
+            t.add("head", cfg.vocab_size)  # the LM head's bias (kept when the weight is tied)
         if arch.endswith("DoubleHeadsModel"):
             out = 1 if cfg.get_bool("summary_proj_to_labels", True) else h  # sets num_labels 1
             if cfg.get_bool("summary_use_proj", True):

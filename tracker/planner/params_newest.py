@@ -16,7 +16,8 @@ from tracker.planner.tally import Tally
 
 NEWEST_DECODERS = frozenset(["olmoe", "olmo3", "glm4_moe", "llama4_text", "qwen3_next",
                              "qwen3_5_moe_text", "qwen3_5_text", "smollm3", "glm4", "seed_oss",
-                             "minimax_m2", "exaone4", "gemma4_text", "cohere2", "ernie4_5"])
+                             "minimax_m2", "exaone4", "gemma4_text", "cohere2", "ernie4_5",
+                             "ernie4_5_moe"])
 #: Families with Gated DeltaNet layers (where ``layer_types`` says ``linear_attention``).
 LINEAR_ATTENTION = frozenset(["qwen3_next", "qwen3_5_moe_text", "qwen3_5_text"])
 #: How each family normalizes q and k: per head ("head", head_dim weights each), over the
@@ -38,7 +39,7 @@ def count_newest(cfg: ModelConfig, t: Tally) -> None:
     t.norm(h, bias=False, times={"glm4": 4, "cohere2": 1}.get(fam, 2) * n + 1)
     moe = moe_layers(cfg)
     types = cfg.layer_types
-    mlp_bias = cfg.get_bool("use_bias") if fam == "ernie4_5" else (
+    mlp_bias = cfg.get_bool("use_bias") if fam in ("ernie4_5", "ernie4_5_moe") else (
         fam in ("smollm3", "seed_oss") and cfg.get_bool("mlp_bias"))
     for i in range(n):
         if fam in LINEAR_ATTENTION and i < len(types) and types[i] == "linear_attention":
@@ -62,6 +63,11 @@ def moe_layers(cfg: ModelConfig) -> frozenset[int]:
         return frozenset(x for x in cfg.get_list("moe_layers") if isinstance(x, int))
     if fam == "glm4_moe":
         return frozenset(range(min(n, cfg.get_int("first_k_dense_replace")), n))
+    if fam == "ernie4_5_moe":  # every interval-th layer from the start index to the end one
+        step = max(1, cfg.get_int("moe_layer_interval", 1))
+        start, end = cfg.get_int("moe_layer_start_index"), cfg.get_int("moe_layer_end_index", -1)
+        end = n - 1 if end == -1 else end
+        return frozenset(i for i in range(n) if (i + 1) % step == 0 and start <= i <= end)
     if fam == "qwen3_next":
         only = {x for x in cfg.get_list("mlp_only_layers") if isinstance(x, int)}
         step = max(1, cfg.get_int("decoder_sparse_step", 1))
@@ -73,7 +79,7 @@ def _attention(cfg: ModelConfig, t: Tally, layer: int) -> None:
     fam = cfg.family or ""
     h, hd, heads, kv = cfg.hidden_size, cfg.head_dim, cfg.num_heads, cfg.num_kv_heads
     q, k = heads * hd, kv * hd
-    bias = cfg.get_bool("use_bias") if fam == "ernie4_5" else \
+    bias = cfg.get_bool("use_bias") if fam in ("ernie4_5", "ernie4_5_moe") else \
         cfg.get_bool("attention_bias") and fam not in ("minimax_m2", "exaone4")  # never biased
     o_bias = {"glm4_moe": False, "glm4": False,
               "seed_oss": cfg.get_bool("attention_out_bias")}.get(fam, bias)
@@ -124,6 +130,11 @@ def _moe(cfg: ModelConfig, t: Tally) -> None:
     elif fam in ("qwen3_next", "qwen3_5_moe_text"):
         _gated_mlp(t, "mlp", h, cfg.get_int("shared_expert_intermediate_size"))
         t.linear("router", h, 1, lora=False)  # the shared expert's sigmoid gate
+    elif fam == "ernie4_5_moe":
+        t.add("router", e)  # e_score_correction_bias, a (frozen) parameter here
+        shared = cfg.get_int("moe_num_shared_experts")
+        if shared:
+            _gated_mlp(t, "mlp", h, inner * shared, bias=cfg.get_bool("use_bias"))
 
 
 def _gemma4(cfg: ModelConfig, t: Tally) -> None:
