@@ -5,8 +5,8 @@ tracking) cost more than the query itself (issue 17). ``version`` names what a p
 history shows, in one indexed look-up, so readers in any process can keep pages: stored
 revisions never change what a page lists (only ``reachable``, which history entries
 leave out of their JSON), so the newest revision (its id, arrival order and chain hash,
-which covers every revision before it) and the repo's ``added_at`` (a re-track starts a new
-history) tell whether a kept page is still the page.
+which covers every revision before it), the repo's ``added_at`` and its newest rename tell
+whether a kept page is still the page.
 
 Imports: stdlib, sqlalchemy, storage.tables, tracker.model.
 """
@@ -16,15 +16,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from storage.records import RevisionRecord
-from storage.tables import ChangeRow, RepoRow, RevisionRow
+from storage.tables import ChangeRow, RepoAliasRow, RepoRow, RevisionRow
 from tracker.model import Change, ChangeKind, Severity
 
 R = RevisionRow.__table__.c  # type: ignore[attr-defined]
 C = ChangeRow.__table__.c  # type: ignore[attr-defined]
 P = RepoRow.__table__.c  # type: ignore[attr-defined]
+AL = RepoAliasRow.__table__.c  # type: ignore[attr-defined]
 
 _REVISION_COLUMNS = (R.id, R.repo_id, R.sha, R.seq, R.parent, R.parents, R.committed_at, R.title, R.message,
                      R.authors, R.severity, R.advisory_id, R.reachable, R.error, R.chain_hash, R.recorded_at,
@@ -32,10 +33,15 @@ _REVISION_COLUMNS = (R.id, R.repo_id, R.sha, R.seq, R.parent, R.parents, R.commi
 
 
 def history_version(conn: Any, repo_id: str) -> tuple[Any, ...] | None:
-    """What a page of ``repo_id``'s history depends on; None when it has no revision."""
+    """What a page of ``repo_id``'s history depends on; None when it has no revision.
+
+    A rename (:mod:`storage.renames`) appends its change to the head revision, and a repo
+    renamed back gets its old id again: the newest rename to the id is part of the version.
+    """
+    renamed = select(func.max(AL.renamed_at)).where(AL.repo_id == repo_id).scalar_subquery()
     row = conn.execute(
-        select(R.id, R.seq, R.chain_hash, P.added_at).join_from(RevisionRow.__table__, RepoRow.__table__,
-                                                                 P.id == R.repo_id)
+        select(R.id, R.seq, R.chain_hash, P.added_at, renamed)
+        .join_from(RevisionRow.__table__, RepoRow.__table__, P.id == R.repo_id)
         .where(R.repo_id == repo_id).order_by(R.seq.desc()).limit(1)
     ).first()
     return None if row is None else tuple(row)

@@ -144,6 +144,30 @@ def test_a_kept_page_is_replaced_when_any_writer_adds_a_revision(store, db_url) 
         assert kept.content == computed.content and kept.headers.get("link") == computed.headers.get("link")
 
 
+def test_a_kept_page_is_replaced_after_a_rename_and_back(store) -> None:  # type: ignore[no-untyped-def]
+    """A rename appends its change to the head revision; renamed back, the repo has its old
+    id again and its kept pages must not come back with it."""
+    from datetime import UTC, datetime
+
+    from storage.renames import RenameEvent, rename_repo
+    from tracker.model import Change, ChangeKind, Severity
+
+    seed_history(store, n=3)
+    client = TestClient(create_app(store, settings()))
+    url = "/api/v1/repos/org/model/revisions"
+    before = client.get(url).json()
+    head = before["revisions"][0]["sha"]
+    for i, (old, new) in enumerate([("org/model", "org/renamed"), ("org/renamed", "org/model")]):
+        change = Change(ChangeKind.CONFIG, "", f"renamed {old} -> {new}", (), Severity.HIGH, {})
+        rename_repo(store, old, new, now=datetime(2025, 1, 1, i, tzinfo=UTC), edit_record=lambda r: r,
+                    event=RenameEvent(head, change, None))
+    after = client.get(url)
+    assert after.status_code == 200
+    summaries = [c["summary"] for c in after.json()["revisions"][0]["changes"]]
+    assert "renamed org/renamed -> org/model" in summaries
+    assert after.content == TestClient(create_app(store, settings())).get(url).content
+
+
 @pytest.mark.parametrize("params", [{"limit": 0}, {"limit": -3}, {"limit": "x"}, {"cursor": "abc"}, {"cursor": "-1"}])
 def test_bad_page_parameters(store, client, params) -> None:  # type: ignore[no-untyped-def]
     seed_history(store, n=2)
