@@ -47,7 +47,9 @@ class HubSource(Protocol):
         ...
 
     def list_commits(self, branch: str, *, stop_at: Collection[str] = ()) -> CommitListing:
-        """Commits of ``branch`` newest first, stopping before the first sha in ``stop_at``."""
+        """Commits of ``branch`` newest first, stopping before the first sha in ``stop_at``, each
+        with its real parents (a merge has two; over HTTP they come from the git protocol, the
+        Hub's listing has none)."""
         ...
 
     def list_files(self, revision: str) -> tuple[FileEntry, ...]:
