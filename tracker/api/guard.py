@@ -4,6 +4,8 @@
   ``[api] max_body_bytes`` is answered 413 at once, a streamed body is buffered only up to
   the cap (a 300 MB body once pushed the server past 650 MB before its 413).
 - Writes to token-guarded routes are authenticated before their body is read at all.
+- A URL with a NUL character (``%00``) is answered 400: no id, sha or cursor has one, and
+  PostgreSQL refuses such a string outright (a 500 on every route that looked it up).
 - Every answer says ``X-Content-Type-Options: nosniff``; pages also carry a strict
   Content-Security-Policy, ``X-Frame-Options: DENY`` and ``Referrer-Policy``.
 """
@@ -41,6 +43,9 @@ class RequestGuard:
             return
         send = _with_security_headers(send)
         path = scope.get("path", "")
+        if "\x00" in path or b"%00" in scope.get("query_string", b""):
+            await _refuse(send, 400, "a URL may not contain NUL characters")
+            return
         if scope["method"] in _BODYLESS or not path.startswith("/api/"):  # /v1 and /hooks cap their own
             await self.app(scope, receive, send)
             return

@@ -327,6 +327,8 @@ def _opt_str(obj: Mapping[str, Any], key: str) -> str | None:
         return None
     if not isinstance(value, str) or len(value) > 2048:
         raise QueryError(f"{key} must be a string")
+    if "\x00" in value:  # no id has one, and PostgreSQL refuses such a string outright (a 500)
+        raise QueryError(f"{key} may not contain NUL characters")
     return value
 
 
