@@ -50,7 +50,8 @@ PREFIX = {"olmoe": "Olmoe", "olmo3": "Olmo3", "glm4_moe": "Glm4Moe", "llama4_tex
           "smollm3": "SmolLM3", "glm4": "Glm4", "seed_oss": "SeedOss", "minimax_m2": "MiniMaxM2",
           "exaone4": "Exaone4", "qwen3_5_text": "Qwen3_5", "qwen3_5": "Qwen3_5",
           "qwen3_5_moe": "Qwen3_5Moe", "gemma4_text": "Gemma4",
-          "cohere2": "Cohere2", "ernie4_5": "Ernie4_5", "ernie4_5_moe": "Ernie4_5_Moe"}
+          "cohere2": "Cohere2", "ernie4_5": "Ernie4_5", "ernie4_5_moe": "Ernie4_5_Moe",
+          "deepseek_v32": "DeepseekV32"}
 #: Classes whose config is the composite one (the others take the text config).
 COMPOSITE_HEADS = {"llama4": ("ForConditionalGeneration",),
                    "qwen3_5": ("ForConditionalGeneration", "ForSequenceClassification",
@@ -130,6 +131,17 @@ def variant(model_type: str, r: random.Random) -> dict[str, Any]:
         cfg |= {"use_bias": r.random() < 0.5, "moe_num_experts": e, "moe_k": r.randint(1, e),
                 "moe_intermediate_size": r.choice([16, 24]), "moe_num_shared_experts": r.randint(0, 2),
                 "moe_layer_start_index": r.randint(0, 1), "moe_layer_interval": r.randint(1, 2)}
+    elif model_type == "deepseek_v32":
+        heads = cfg["num_attention_heads"]
+        cfg |= {"n_routed_experts": e, "num_experts_per_tok": r.randint(1, e), "n_group": 1,
+                "topk_group": 1, "n_shared_experts": r.randint(1, 2),
+                "moe_intermediate_size": r.choice([16, 24]), "first_k_dense_replace": r.randint(0, 2),
+                "q_lora_rank": r.choice([16, 32]), "kv_lora_rank": r.choice([16, 32]),
+                "qk_nope_head_dim": r.choice([8, 16]), "qk_rope_head_dim": 8,
+                "v_head_dim": r.choice([8, 16]), "num_key_value_heads": heads,
+                "index_n_heads": r.choice([2, 4]), "index_head_dim": r.choice([8, 16]),
+                "index_topk": 16}
+        cfg.pop("head_dim", None)
     elif model_type == "exaone4":
         cfg |= {"sliding_window": r.choice([16, 64]), "sliding_window_pattern": r.randint(2, 4)}
     elif model_type in ("qwen3_5", "qwen3_5_moe"):

@@ -45,8 +45,8 @@ def test_every_fixture_is_counted() -> None:
     assert names == set(table())
     families = {parse_model_config(load(n)).family for n in names}
     assert families == {"llama4", "qwen3_next", "olmoe", "olmo3", "glm4_moe", "smollm3", "glm4",
-                        "seed_oss", "minimax_m2", "exaone4", "qwen3_5", "qwen3_5_moe", "gemma4_text", "cohere2", "ernie4_5", "ernie4_5_moe"}
-    assert len(CASES) >= 58
+                        "seed_oss", "minimax_m2", "exaone4", "qwen3_5", "qwen3_5_moe", "gemma4_text", "cohere2", "ernie4_5", "ernie4_5_moe", "deepseek_v32"}
+    assert len(CASES) >= 60
 
 
 @pytest.mark.parametrize(("name", "arch", "count"), CASES)
@@ -70,6 +70,7 @@ def test_exact_count(name: str, arch: str, count: int) -> None:
     ("Qwen__Qwen3.5-35B-A3B.json", 2.9e9, 3.9e9),  # "A3B" (the vision tower included)
     ("Qwen__Qwen3.5-397B-A17B.json", 16.5e9, 17.5e9),  # "A17B"
     ("baidu__ERNIE-4.5-21B-A3B-PT.json", 2.5e9, 3.5e9),  # "A3B"
+    ("deepseek-ai__DeepSeek-V3.2-Exp.json", 36.5e9, 38.5e9),  # "37B activated", as V3
 ])
 def test_active_parameters_match_the_published_figure(name: str, low: float,
                                                       high: float) -> None:
@@ -146,6 +147,12 @@ def test_gemma4_layers_that_reuse_kv_cache_nothing_and_k_eq_v_caches_keys_once()
     assert specs[9].mlp == "moe" and specs[9].shared_ffn == 2 * 2112  # double-wide MLP
     default = layer_specs(parse_model_config(load("transformers-defaults__gemma4_text.json")))
     assert [s.q_dim for s in default[4:6]] == [8 * 256, 8 * 512]  # full layers' global head_dim
+
+
+def test_deepseek_v32_caches_the_indexer_keys_beside_the_latent() -> None:
+    specs = layer_specs(parse_model_config(load("deepseek-ai__DeepSeek-V3.2-Exp.json")))
+    assert {s.kv_per_token for s in specs} == {512 + 64 + 128}
+    assert [s.mlp for s in specs[:4]] == ["gated", "gated", "gated", "moe"]
 
 
 def test_structure_and_json_name_the_linear_attention() -> None:

@@ -312,6 +312,10 @@ NEWEST: dict[str, dict[str, Any]] = {
         "use_bias": False,
         "vocab_size": 103424,
     },
+    # DeepSeek-V3.2: V3's MLA and MoE, a sparse-attention indexer in every layer
+    "deepseek_v32": {**DECODERS["deepseek_v3"], "index_head_dim": 128, "index_n_heads": 64,
+                     "index_topk": 2048, "max_position_embeddings": 163840,
+                     "mlp_layer_types": None},
     "qwen3_5_vision": _QWEN3_5_VISION,
     "qwen3_5_moe_vision": _QWEN3_5_VISION,
     "qwen3_5": {"is_encoder_decoder": False, "tie_word_embeddings": False},
@@ -327,6 +331,8 @@ NEWEST_ALIASES: dict[str, dict[str, str]] = {
     "minimax_m2": {"num_experts": "num_local_experts"},
     "gemma4_text": {"top_k_experts": "num_experts_per_tok"},
     "ernie4_5_moe": {"moe_num_experts": "num_experts", "moe_k": "num_experts_per_tok"},
+    "deepseek_v32": {"num_local_experts": "n_routed_experts",
+                     "num_mtp_layers": "num_nextn_predict_layers"},
     "qwen3_5_vision": {"depth": "num_hidden_layers", "num_heads": "num_attention_heads"},
     "qwen3_5_moe_vision": {"depth": "num_hidden_layers", "num_heads": "num_attention_heads"},
 }
@@ -339,10 +345,10 @@ NEWEST_COMPOSITES: dict[str, dict[str, str]] = {
 }
 
 #: Their integer keys, checked for type and range like the others.
-NEWEST_INT_KEYS = frozenset(["intermediate_size_mlp", "interleave_moe_layer_step", "attention_chunk_size", "no_rope_layer_interval", "vision_output_dim", "projector_input_dim", "projector_output_dim", "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim", "linear_num_key_heads", "linear_num_value_heads", "full_attention_interval", "num_nextn_predict_layers", "in_channels", "temporal_patch_size", "spatial_merge_size", "num_position_embeddings", "out_hidden_size", "depth", "hidden_size_per_layer_input", "vocab_size_per_layer_input", "num_kv_shared_layers", "global_head_dim", "num_global_key_value_heads", "top_k_experts", "moe_k", "moe_num_experts", "moe_num_shared_experts", "moe_layer_interval", "moe_layer_start_index"])
+NEWEST_INT_KEYS = frozenset(["intermediate_size_mlp", "interleave_moe_layer_step", "attention_chunk_size", "no_rope_layer_interval", "vision_output_dim", "projector_input_dim", "projector_output_dim", "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim", "linear_num_key_heads", "linear_num_value_heads", "full_attention_interval", "num_nextn_predict_layers", "in_channels", "temporal_patch_size", "spatial_merge_size", "num_position_embeddings", "out_hidden_size", "depth", "hidden_size_per_layer_input", "vocab_size_per_layer_input", "num_kv_shared_layers", "global_head_dim", "num_global_key_value_heads", "top_k_experts", "moe_k", "moe_num_experts", "moe_num_shared_experts", "moe_layer_interval", "moe_layer_start_index", "index_head_dim", "index_n_heads", "index_topk"])
 #: The families whose MLP is (partly) a mixture of experts.
 NEWEST_MOE = frozenset(["olmoe", "glm4_moe", "llama4_text", "qwen3_next", "qwen3_5_moe_text",
-                        "minimax_m2", "gemma4_text", "ernie4_5_moe"])
+                        "minimax_m2", "gemma4_text", "ernie4_5_moe", "deepseek_v32"])
 #: Families with Gated DeltaNet linear-attention layers beside full attention.
 LINEAR_ATTENTION = frozenset(["qwen3_next", "qwen3_5_moe_text", "qwen3_5_text"])
 
@@ -371,6 +377,11 @@ def derive_newest(family: str, v: dict[str, Any], user: dict[str, Any]) -> None:
                             for i in range(n)]
     elif family == "gemma4_text":
         _gemma4(v, n, has_types)
+    elif family == "deepseek_v32":
+        kinds = v.get("mlp_layer_types")
+        if isinstance(kinds, list) and kinds:  # its dense layers come first, as in V3
+            dense = next((i for i, x in enumerate(kinds) if x != "dense"), len(kinds))
+            v["first_k_dense_replace"] = dense
     if family in ("exaone4", "cohere2") and not has_types:
         every = _pos(v.get("sliding_window_pattern"), 4) if v.get("sliding_window") else 0
         v["layer_types"] = ["sliding_attention" if every and (i + 1) % every else

@@ -66,7 +66,7 @@ def layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
     stack = "encoder" if fam in ENCODER_ONLY else "decoder"
     h, hd = cfg.hidden_size, cfg.head_dim
     heads, kv = cfg.num_heads, cfg.num_kv_heads
-    if fam in ("deepseek_v2", "deepseek_v3"):
+    if fam in ("deepseek_v2", "deepseek_v3", "deepseek_v32"):
         return _mla(cfg)
     kind = "mha" if kv == heads else ("mqa" if kv == 1 else "gqa")
     mlp = "gated" if fam in GATED else "plain"
@@ -104,7 +104,7 @@ def _sparse_layers(cfg: ModelConfig) -> set[int]:
         only = {x for x in cfg.get_list("mlp_only_layers") if isinstance(x, int)}
         step = max(1, cfg.get_int("decoder_sparse_step", 1))
         return {i for i in range(n) if i not in only and (i + 1) % step == 0}
-    if fam in ("deepseek_v2", "deepseek_v3"):
+    if fam in ("deepseek_v2", "deepseek_v3", "deepseek_v32"):
         return set(range(min(n, cfg.get_int("first_k_dense_replace")), n))
     return set(range(n))
 
@@ -121,7 +121,8 @@ def _mla(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
     shared = _moe_ffn(cfg) * (cfg.get_opt_int("n_shared_experts") or 0)
     specs = {moe: LayerSpec(stack="decoder", attention="mla", hidden=h, q_dim=heads * qk,
                             k_dim=heads * qk, v_dim=heads * v("v_head_dim"),
-                            kv_per_token=v("kv_lora_rank") + v("qk_rope_head_dim"), window=None,
+                            kv_per_token=v("kv_lora_rank") + v("qk_rope_head_dim")
+                            + v("index_head_dim"), window=None,  # V3.2: the indexer's keys
                             mlp="moe" if moe else "gated",
                             ffn=_moe_ffn(cfg) if moe else cfg.intermediate_size,
                             experts=cfg.num_experts if moe else 0,

@@ -26,7 +26,7 @@ from tracker.planner.params_multimodal import (
     count_multimodal,
     count_vision_tower,
 )
-from tracker.planner.params_newest import NEWEST_DECODERS
+from tracker.planner.params_newest import NEWEST_DECODERS, NEWEST_MLA
 from tracker.planner.params_newest_multimodal import NEWEST_MULTIMODAL, count_newest_multimodal
 from tracker.planner.params_seq2seq import count_bart, count_t5, count_whisper
 from tracker.planner.params_ssm import SSM_FAMILIES, count_ssm, ssm_head
@@ -34,7 +34,7 @@ from tracker.planner.tally import Tally
 
 DECODERS = frozenset(
     ["llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "phi", "phi3", "gpt2", "gpt_neox", "gptj", "gpt_bigcode", "falcon", "bloom", "opt", "mpt", "stablelm", "starcoder2", "olmo", "olmo2", "cohere", "granite", "granitemoe", "deepseek_v2", "deepseek_v3", "gpt_oss"]
-) | NEWEST_DECODERS
+) | NEWEST_DECODERS | NEWEST_MLA
 BERTS = frozenset({"bert", "roberta", "xlm-roberta"})
 ENCODERS = BERTS | {"distilbert", "deberta-v2", "electra", "vit"}
 SEQ2SEQ = frozenset({"t5", "mt5", "bart", "whisper"})

@@ -37,7 +37,7 @@ class Block:
 def count_decoder(cfg: ModelConfig, t: Tally) -> None:
     """The base model of a decoder-only family (embeddings, layers, final norm)."""
     fam = cfg.family or ""
-    if fam in ("deepseek_v2", "deepseek_v3"):
+    if fam in ("deepseek_v2", "deepseek_v3", "deepseek_v32"):
         _deepseek(cfg, t)
         return
     if fam in NEWEST_DECODERS:
@@ -217,6 +217,12 @@ def _deepseek(cfg: ModelConfig, t: Tally) -> None:
     t.norm(kv_rank, bias=False, times=n)
     t.linear("attention", kv_rank, heads * (v("qk_nope_head_dim") + v("v_head_dim")), times=n)
     t.linear("attention", heads * v("v_head_dim"), h, bias=ab, times=n)
+    if cfg.family == "deepseek_v32":  # the sparse-attention indexer: q from the q latent, one k
+        ih, idim = v("index_n_heads"), v("index_head_dim")
+        t.linear("attention", q_rank or 0, ih * idim, times=n)
+        t.linear("attention", h, idim, times=n)
+        t.norm(idim, times=n)  # k_norm, a LayerNorm
+        t.linear("attention", h, ih, times=n)  # weights_proj
     t.norm(h, bias=False, times=2 * n + 1)
     dense = min(n, v("first_k_dense_replace"))
     sparse = n - dense

@@ -18,6 +18,8 @@ NEWEST_DECODERS = frozenset(["olmoe", "olmo3", "glm4_moe", "llama4_text", "qwen3
                              "qwen3_5_moe_text", "qwen3_5_text", "smollm3", "glm4", "seed_oss",
                              "minimax_m2", "exaone4", "gemma4_text", "cohere2", "ernie4_5",
                              "ernie4_5_moe"])
+#: DeepSeek-V3.2: counted by the DeepSeek (MLA) counter, plus its indexer.
+NEWEST_MLA = frozenset(["deepseek_v32"])
 #: Families with Gated DeltaNet layers (where ``layer_types`` says ``linear_attention``).
 LINEAR_ATTENTION = frozenset(["qwen3_next", "qwen3_5_moe_text", "qwen3_5_text"])
 #: How each family normalizes q and k: per head ("head", head_dim weights each), over the
