@@ -23,16 +23,6 @@ from storage.store import Store
 from storage.tables import RepoRow
 
 
-@dataclass(frozen=True, slots=True)
-class FirehoseRepo:
-    """What the firehose needs of a tracked Hub repo to tell whether it moved."""
-
-    id: str
-    head_sha: str
-    last_success_at: datetime | None
-    failures: int
-
-
 def release_all(store: Store, owner: str) -> int:
     """Drop every lease ``owner`` holds (graceful shutdown); returns how many there were."""
     with store.session() as s:
@@ -96,7 +86,9 @@ def count_hub_repos(store: Store) -> int:
 
 
 def _covered() -> list[Any]:
-    """The WHERE clause of the repos the firehose covers (see :func:`firehose_repos`)."""
+    """The WHERE clause of the repos the firehose covers: active Hub repos tracked on ``main``
+    with a known head. ``list_models`` reports the sha of ``main`` only; other branches, git
+    sources and repos never read yet are polled one by one."""
     return [col(RepoRow.active), RepoRow.source_kind == "hub", RepoRow.branch == "main",
             col(RepoRow.head_sha).is_not(None)]
 
@@ -148,22 +140,6 @@ def confirm_covered(store: Store, *, moved: Sequence[str], checked_since: dateti
         res = s.execute(update(RepoRow).where(*where).values(last_poll_at=now, next_check_at=next_check_at))
         s.commit()
         return int(res.rowcount or 0)  # type: ignore[attr-defined]
-
-
-def firehose_repos(store: Store) -> list[FirehoseRepo]:
-    """Active Hub repos tracked on ``main`` with a known head: the ones the firehose covers.
-
-    ``list_models`` reports the sha of ``main`` only; other branches, git sources and repos
-    never read yet are polled one by one.
-    """
-    with store.session() as s:
-        rows = s.exec(
-            select(RepoRow.id, RepoRow.head_sha, RepoRow.last_success_at, RepoRow.failures).where(
-                col(RepoRow.active), RepoRow.source_kind == "hub", RepoRow.branch == "main",
-                col(RepoRow.head_sha).is_not(None),
-            )
-        ).all()
-        return [FirehoseRepo(i, h or "", last, int(f or 0)) for i, h, last, f in rows]
 
 
 def confirm_unchanged(store: Store, repo_ids: Iterable[str], *, now: datetime, next_check_at: datetime) -> int:

@@ -30,7 +30,7 @@ from storage.records import RepoRecord
 from storage.store import Store
 from storage.write_retry import describe
 from tracker.daemon.budget import CheckCancelled, RequestBudget, budget_fit
-from tracker.daemon.coverage import FirehoseCoverage
+from tracker.daemon.coverage import FirehoseCoverage, covered_count
 from tracker.daemon.metered import MeteredSource
 from tracker.daemon.stats import DaemonStats
 from tracker.errors import RateLimited, SourceError
@@ -364,7 +364,7 @@ class Daemon:
         self.budget.per_window = share
         polled = scheduling.count_hub_repos(self.store)
         if self.coverage is not None:  # covered repos cost nothing each; the listing one request
-            polled = max(0, polled - len(scheduling.firehose_repos(self.store))) + 1
+            polled = max(0, polled - covered_count(self.store)) + 1
         fit = budget_fit(polled, self.config.interval_seconds, self.config.requests_per_5min)
         if fit.over and not self.stats.over_budget:
             log.warning("over budget: %d repos need %.0f requests per 5 min at interval %ss; budget is %d: "
