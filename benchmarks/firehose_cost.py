@@ -1,6 +1,7 @@
 """Firehose cost when k of N tracked repos changed: requests per cycle and CPU, beside the model.
 
     .venv/bin/python benchmarks/firehose_cost.py --repos 1000,10000,100000 --changed 0,1,10,100,1000
+    .venv/bin/python benchmarks/firehose_cost.py --pairs 1000:0,1000:100,100000:0,100000:1000   # chosen cells
 
 One daemon cycle in firehose mode (``Daemon.run_once`` in a child process built by
 ``build_daemon`` from a config.toml, as ``hubwatch run`` builds it) over N tracked Hub repos
@@ -70,6 +71,7 @@ def moved_dirs(base: Path, dirs: list[tuple[Path, str]]) -> list[Path]:
     out = []
     for i, (path, _) in enumerate(dirs):
         copy = base / f"moved-{i}.git"
+        copy.parent.mkdir(parents=True, exist_ok=True)
         _git(None, "clone", "-q", "--bare", str(path), str(copy))
         RepoBuilder(copy).commit({"config.json": config_bytes(hidden_size=64 + i, max_position_embeddings=4096)},
                                  title="longer context", date=datetime.now(UTC).replace(microsecond=0))
@@ -112,7 +114,7 @@ def child(config: str) -> None:
                       "moved": snap["firehose_moved"], "new_revisions": sum(r.new_revisions for r in results)}))
 
 
-def run(sizes: list[int], changed: list[int], db: str, concurrency: int) -> list[dict[str, Any]]:
+def run(pairs: list[tuple[int, int]], db: str, concurrency: int) -> list[dict[str, Any]]:
     from tests.hubemu import hf_test_env
 
     hf_test_env()
@@ -124,37 +126,37 @@ def run(sizes: list[int], changed: list[int], db: str, concurrency: int) -> list
     with tempfile.TemporaryDirectory(prefix="hubwatch-firehose-") as t, ScaleHub() as hub:
         tmp = Path(t)
         dirs = build_dirs(tmp, 8)
-        moved = moved_dirs(tmp, dirs)
-        for n in sizes:
-            for k in [k for k in changed if k <= n]:
-                label = f"n{n}-k{k}"
-                url, drop = _database(db, tmp, label)
-                try:
-                    ids = [f"fh{n}/model-{i:06d}" for i in range(n)]
-                    with hub._lock:
-                        hub._repos.clear()
-                    for i, repo_id in enumerate(ids):  # the moved ones spread over the set
-                        hub.add_repo(repo_id, moved[i % 8] if k and i % (n // k) == 0 and i // (n // k) < k
-                                     else dirs[i % 8][0])
-                    seeded = seed(url, ids, [dirs[i % 8][1] for i in range(n)],
-                                  datetime.now(UTC) - timedelta(minutes=5))
-                    config = write_config(tmp / f"{label}.toml", db_url=url, hub_url=hub.url, port=0,
-                                          schedule={"concurrency": concurrency, "firehose": True},
-                                          hub={"timeout_seconds": 60, "requests_per_5min": 10_000_000})
-                    hub.reset_stats()
-                    out = subprocess.run([sys.executable, __file__, "--child", str(config)], env=hubwatch_env(),
-                                         capture_output=True, text=True, check=True, cwd=ROOT)
-                    hub.wait_idle()
-                    measured = json.loads(out.stdout.strip().splitlines()[-1])
-                    if measured["confirmed"] + measured["statuses"].get("ok", 0) < n:
-                        raise RuntimeError(f"{label}: the cycle did not cover every repo: {measured}\n"
-                                           f"{out.stderr[-3000:]}")
-                    rows.append({"repos": n, "changed": k, "seed_s": seeded, "requests": hub.count(),
-                                 "by_route": {r: v["requests"] for r, v in hub.summary().items()}, **measured})
-                    print(f"N={n:,} k={k:,}: {rows[-1]['requests']} requests, {measured['cpu_s']:.2f} s CPU",
-                          file=sys.stderr, flush=True)
-                finally:
-                    drop()
+        for n, k in pairs:
+            label = f"n{n}-k{k}"
+            # pushed just now, for each cell: the listing must hold them past the watermark
+            moved = moved_dirs(tmp / label, dirs) if k else []
+            url, drop = _database(db, tmp, label)
+            try:
+                ids = [f"fh{n}/model-{i:06d}" for i in range(n)]
+                with hub._lock:
+                    hub._repos.clear()
+                for i, repo_id in enumerate(ids):  # the moved ones spread over the set
+                    hub.add_repo(repo_id, moved[i % 8] if k and i % (n // k) == 0 and i // (n // k) < k
+                                 else dirs[i % 8][0])
+                seeded = seed(url, ids, [dirs[i % 8][1] for i in range(n)],
+                              datetime.now(UTC) - timedelta(minutes=5))
+                config = write_config(tmp / f"{label}.toml", db_url=url, hub_url=hub.url, port=0,
+                                      schedule={"concurrency": concurrency, "firehose": True},
+                                      hub={"timeout_seconds": 60, "requests_per_5min": 10_000_000})
+                hub.reset_stats()
+                out = subprocess.run([sys.executable, __file__, "--child", str(config)], env=hubwatch_env(),
+                                     capture_output=True, text=True, check=True, cwd=ROOT)
+                hub.wait_idle()
+                measured = json.loads(out.stdout.strip().splitlines()[-1])
+                if measured["confirmed"] + measured["statuses"].get("ok", 0) < n:
+                    raise RuntimeError(f"{label}: the cycle did not cover every repo: {measured}\n"
+                                       f"{out.stderr[-3000:]}")
+                rows.append({"repos": n, "changed": k, "seed_s": seeded, "requests": hub.count(),
+                             "by_route": {r: v["requests"] for r, v in hub.summary().items()}, **measured})
+                print(f"N={n:,} k={k:,}: {rows[-1]['requests']} requests, {measured['cpu_s']:.2f} s CPU",
+                      file=sys.stderr, flush=True)
+            finally:
+                drop()
         assert not hub.internal_errors, hub.internal_errors
     return rows
 
@@ -212,6 +214,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--repos", default="1000,10000,100000", help="tracked set sizes N, comma-separated")
     p.add_argument("--changed", default="0,1,10,100,1000", help="moved repos k per cycle, comma-separated")
+    p.add_argument("--pairs", help="N:k pairs instead of the whole grid, e.g. 1000:0,1000:100,100000:1000")
     p.add_argument("--db", default="sqlite", help="sqlite, or a PostgreSQL admin URL (throwaway databases)")
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--json", action="store_true")
@@ -220,8 +223,11 @@ def main() -> int:
     if args.child:
         child(args.child)
         return 0
-    rows = run([int(x) for x in args.repos.split(",")], [int(x) for x in args.changed.split(",")], args.db,
-               args.concurrency)
+    if args.pairs:
+        pairs = [(int(n), int(k)) for n, k in (p.split(":") for p in args.pairs.split(","))]
+    else:
+        pairs = [(int(n), int(k)) for n in args.repos.split(",") for k in args.changed.split(",") if int(k) <= int(n)]
+    rows = run(pairs, args.db, args.concurrency)
     if args.json:
         print(json.dumps(rows, indent=2))
     print(table(rows, args.db, args.concurrency))

@@ -198,7 +198,7 @@ def prepare(work: Path, hub: HubEmulator, sc: Scenario, round_no: int) -> tuple[
     """The repo at its 'before' state, served and tracked (head read) on a fresh store."""
     before = _change_files(sc.change, "before") if sc.change else {}
     builder = sharded_repo(work / f"{sc.name.replace(' ', '-')}-{round_no}.git", sc.bundle, extra=before)
-    repo_id = f"bench-{round_no}/{sc.bundle.split('__', 1)[1]}"
+    repo_id = f"bench-{round_no}/{sc.name.replace(' ', '-')}"  # one repo (and store) per scenario and round
     hub.add_repo(repo_id, builder.path)
     return repo_id, builder
 

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import json
 import re
-import struct
 from pathlib import Path
 from typing import Any
 
 from tests.hubemu import LfsPointer, RepoBuilder, clone_bundle
-from tests.hubemu.repos import _git
+from tests.hubemu.repos import _git, safetensors_head
 
-_BYTES = {"BF16": 2, "F16": 2, "F32": 4, "U8": 1}
 _DTYPES = {"bfloat16": "BF16", "float16": "F16", "float32": "F32"}
 
 
@@ -82,20 +80,9 @@ def _decoder_names(cfg: dict[str, Any]) -> list[str]:
 def shard_file(names: list[str], cfg: dict[str, Any], metadata: dict[str, str]) -> tuple[bytes, int]:
     """(the first bytes of a safetensors file: length + header, the file's full size)."""
     dtype = _DTYPES.get(str(cfg.get("torch_dtype")), "BF16")
-    header: dict[str, Any] = {"__metadata__": metadata}
-    offset = 0
-    for name in names:
-        shape = _shape(name, cfg)
-        kind = "U8" if name.endswith(("_blocks", "_scales")) else dtype
-        n = _BYTES[kind]
-        for d in shape:
-            n *= d
-        header[name] = {"dtype": kind, "shape": shape, "data_offsets": [offset, offset + n]}
-        offset += n
-    raw = json.dumps(header, separators=(",", ":")).encode()
-    raw += b" " * (-len(raw) % 8)
-    head = struct.pack("<Q", len(raw)) + raw
-    return head, len(head) + offset
+    tensors = {n: ("U8" if n.endswith(("_blocks", "_scales")) else dtype, _shape(n, cfg)) for n in names}
+    head, data_bytes = safetensors_head(tensors, metadata=metadata)
+    return head, len(head) + data_bytes
 
 
 def _show(builder: RepoBuilder, path: str) -> bytes | None:

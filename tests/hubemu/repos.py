@@ -90,6 +90,17 @@ def safetensors_bytes(
     pad_header_to: int = 0,
 ) -> bytes:
     """A valid safetensors file (zero-filled data) with the given {name: (dtype, shape)}."""
+    head, data_bytes = safetensors_head(tensors, metadata=metadata, pad_header_to=pad_header_to)
+    return head + b"\0" * data_bytes
+
+
+def safetensors_head(
+    tensors: Mapping[str, tuple[str, Iterable[int]]],
+    *,
+    metadata: Mapping[str, str] | None = None,
+    pad_header_to: int = 0,
+) -> tuple[bytes, int]:
+    """The first bytes of that file (length and header) and how many data bytes follow them."""
     sizes = {
         "F64": 8,
         "F32": 4,
@@ -118,7 +129,7 @@ def safetensors_bytes(
     raw = json.dumps(header, separators=(",", ":")).encode()
     raw += b" " * max(0, pad_header_to - len(raw))
     raw += b" " * (-len(raw) % 8)
-    return struct.pack("<Q", len(raw)) + raw + b"\0" * offset
+    return struct.pack("<Q", len(raw)) + raw, offset
 
 
 def _git(
