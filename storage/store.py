@@ -7,6 +7,7 @@ one transaction, so a crash leaves either all of a revision or none of it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Iterable, Iterator
@@ -14,7 +15,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, func, or_, update
+from sqlalchemy import Engine, bindparam, func, or_, update
 from sqlalchemy.exc import DataError, IntegrityError, StatementError
 from sqlmodel import Session, col, select
 
@@ -204,40 +205,19 @@ class Store:
             return bool(res.rowcount)  # type: ignore[attr-defined]
 
     def claim_due(self, owner: str, *, now: datetime, limit: int, lease_seconds: int) -> list[RepoRecord]:
-        """Lease up to ``limit`` due repos to ``owner``; expired leases are taken over.
+        """Lease up to ``limit`` due repos to ``owner``, soonest due first; expired leases are taken over.
 
-        Candidates are read (on PostgreSQL locked ``FOR UPDATE SKIP LOCKED``, so daemons do
-        not even wait on each other), then taken with one conditional UPDATE that only takes
-        the ones still unleased (RETURNING says which): two claimers can never both win a
-        repo, on either database, and a batch costs one round trip, not one per repo.
+        One statement: an UPDATE of the candidates (locked ``FOR UPDATE SKIP LOCKED`` on
+        PostgreSQL, so daemons do not even wait on each other) that takes only the ones still
+        unleased and RETURNs their rows. Two claimers can never both win a repo, on either
+        database, and a batch costs one round trip and no ORM work (issue 17: the claim was the
+        largest share of an unchanged repo's CPU after its request).
         """
-        expires = now + timedelta(seconds=lease_seconds)
-        with self.session() as s:
-            q = (
-                select(RepoRow.id)
-                .where(col(RepoRow.active), col(RepoRow.next_check_at) <= now)
-                .where(or_(col(RepoRow.lease_expires_at).is_(None), col(RepoRow.lease_expires_at) < now))
-                .order_by(col(RepoRow.next_check_at))
-                .limit(limit)
-            )
-            if self.dialect == "postgresql":
-                q = q.with_for_update(skip_locked=True)
-            candidates = list(s.exec(q).all())
-            if not candidates:
-                s.commit()
-                return []
-            res = s.execute(  # one conditional UPDATE for the batch: only unleased repos are won
-                update(RepoRow)
-                .where(col(RepoRow.id).in_(candidates))
-                .where(or_(col(RepoRow.lease_expires_at).is_(None), col(RepoRow.lease_expires_at) < now))
-                .values(lease_owner=owner, lease_expires_at=expires)
-                .returning(col(RepoRow.id))
-                .execution_options(synchronize_session=False)
-            )
-            won = set(res.scalars().all())
-            s.commit()
-            rows = {r.id: r for r in s.exec(select(RepoRow).where(col(RepoRow.id).in_(won))).all()}
-            return [_repo_record(rows[i], 0) for i in candidates if i in rows]
+        params = {"owner": owner, "now": now, "expires": now + timedelta(seconds=lease_seconds), "limit": limit}
+        with self.engine.begin() as conn:
+            rows = conn.execute(_claim_statement(self.dialect), params).all()
+        won = [RepoRecord(**row._mapping, revisions=0) for row in rows]
+        return sorted(won, key=lambda r: (r.next_check_at or now, r.id))
 
     def renew_lease(self, repo_id: str, owner: str, *, now: datetime, lease_seconds: int) -> bool:
         with self.session() as s:
@@ -622,6 +602,34 @@ def _ts(value: Any) -> datetime | None:
 
 def _record_severity(record: dict[str, Any]) -> str:
     return str((record.get("database_specific") or {}).get("severity") or "LOW")
+
+
+#: The columns of ``repos`` a RepoRecord holds (the lease is the scheduler's, not the record's).
+_REPO_FIELDS = (
+    "id", "source", "source_kind", "branch", "backfill", "active", "head_sha", "added_at", "last_poll_at",
+    "last_success_at", "last_change_at", "last_error", "last_error_kind", "failures", "next_check_at",
+    "repo_url", "added_by",
+)
+
+
+@functools.cache
+def _claim_statement(dialect: str) -> Any:
+    """``claim_due``'s UPDATE ... RETURNING, built once per dialect (its parameters are bound)."""
+    repos = RepoRow.__table__
+    c = repos.c  # type: ignore[attr-defined]
+    now = bindparam("now")
+    free = or_(c.lease_expires_at.is_(None), c.lease_expires_at < now)
+    due = select(c.id).where(c.active, c.next_check_at <= now, free).order_by(c.next_check_at)
+    due = due.limit(bindparam("limit"))
+    if dialect == "postgresql":
+        due = due.with_for_update(skip_locked=True)
+    picked = due.subquery("due")
+    return (
+        update(repos)  # type: ignore[arg-type]
+        .where(c.id == picked.c.id, free)  # re-checked: another claimer may have won it meanwhile
+        .values(lease_owner=bindparam("owner"), lease_expires_at=bindparam("expires"))
+        .returning(*[c[name] for name in _REPO_FIELDS])
+    )
 
 
 def _repo_record(row: RepoRow, revisions: int) -> RepoRecord:

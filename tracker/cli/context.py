@@ -14,6 +14,7 @@ from storage.records import RepoRecord
 from tracker.api.compute import cost_assumptions
 from tracker.config import Settings, load_settings
 from tracker.errors import NotTrackedError
+from tracker.hub.connections import HubConnections
 from tracker.pipeline import PipelineOptions
 from tracker.pipeline.advise_step import AdviseStep
 from tracker.pipeline.analysis import AnalysisBudget, shared_pool
@@ -37,8 +38,10 @@ class Context:
     @cached_property
     def sources(self) -> SourceFactory:
         hub = self.settings.hub
+        # a connection for each of the daemon's checks, none waiting for one
+        pool = HubConnections(max_connections=max(10, self.settings.schedule.concurrency))
         return SourceFactory(endpoint=hub.endpoint, token=hub.token, timeout=hub.timeout_seconds,
-                             allow_private=self.settings.webhooks.allow_private_destinations)
+                             allow_private=self.settings.webhooks.allow_private_destinations, connections=pool)
 
     @cached_property
     def pipeline_options(self) -> PipelineOptions:

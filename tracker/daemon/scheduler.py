@@ -13,12 +13,13 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import queue
 import random
 import socket
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -43,6 +44,10 @@ log = logging.getLogger("hubwatch.daemon")
 #: Unchanged repos written per transaction: an unchanged check costs its one request and a
 #: share of one write, not a commit of its own (issue 17).
 UNCHANGED_BATCH = 64
+
+#: Repos claimed per running check: the claim is a database round trip, a batch of them costs
+#: about one; their leases are renewed while they wait in the pool's queue (issue 17).
+CLAIM_AHEAD = 4
 
 #: Errors that will not go away by themselves: these back off to ``max_backoff_seconds``.
 PERMANENT_KINDS = frozenset({"not_found", "gated", "revision_not_found", "invalid"})
@@ -129,19 +134,22 @@ class Daemon:
         return results
 
     def _drain(self, at: Callable[[], datetime]) -> list[CheckResult]:
-        """Keep ``concurrency`` checks running and as many claimed in the pool's queue (claims come
-        in batches: fewer round trips, and the next repo is ready when a check ends)."""
+        """Keep ``concurrency`` checks running and up to ``CLAIM_AHEAD`` times as many claimed in the
+        pool's queue: claims come in batches (few round trips, the next repo ready when a check
+        ends), and this thread wakes once per finished check, not once per running one."""
         results: list[CheckResult] = []
         lags: list[float] = []
         seen: set[str] = set()
         running: set[Future[CheckResult]] = set()
+        finished: queue.SimpleQueue[Future[CheckResult]] = queue.SimpleQueue()
         n = self.config.concurrency
         with ThreadPoolExecutor(n, thread_name_prefix="hubwatch-check") as pool:
             while True:
                 batch: list[RepoRecord] = []
-                if len(running) <= n and not self.stopping.is_set():
+                tried = len(running) <= n and not self.stopping.is_set()
+                if tried:
                     now = at()
-                    batch = self._claim(now, 2 * n - len(running))
+                    batch = self._claim(now, CLAIM_AHEAD * n - len(running))
                     again = [r for r in batch if r.id in seen]
                     if again:  # due again within this cycle (a tiny interval): leave it to the next one
                         for r in again:
@@ -149,16 +157,21 @@ class Daemon:
                         batch = [r for r in batch if r.id not in seen]
                     seen.update(r.id for r in batch)
                     lags += [(now - r.next_check_at).total_seconds() for r in batch if r.next_check_at]
-                    running |= {pool.submit(self._check_one, r, at) for r in batch}
+                    for r in batch:
+                        future = pool.submit(self._check_one, r, at)
+                        future.add_done_callback(finished.put)
+                        running.add(future)
                 if not running:
                     break
                 if not batch or len(running) > n:
                     # at most a tick: long checks must not stop this daemon from claiming, or an
                     # expired lease of a crashed daemon waits for them (issue 10: takeover within
                     # lease_seconds plus one claim interval; issue 16, point 7: a slow repo never
-                    # holds back the others); sooner when a dead daemon's lease runs out first
-                    pause = self._until_takeover(at()) if not batch else self.config.tick_seconds
-                    done, running = wait(running, timeout=pause, return_when=FIRST_COMPLETED)
+                    # holds back the others); sooner when a dead daemon's lease runs out first. Only
+                    # looked up when a claim found nothing: with checks queued, none is claimed anyway
+                    pause = self._until_takeover(at()) if tried and not batch else self.config.tick_seconds
+                    done = _finished(finished, timeout=pause)
+                    running.difference_update(done)
                     results += [f.result() for f in done]
         self._flush_unchanged(at())
         self.stats.queue_lag_seconds = max(lags, default=0.0)
@@ -459,6 +472,7 @@ class Daemon:
                 pass
         if self.firehose is not None:
             self.firehose.close()
+        self.sources.close()  # the shared Hub connections
         try:
             released = scheduling.release_all(self.store, self.owner)
         except DBAPIError as e:  # the leases run out by themselves
@@ -470,3 +484,16 @@ class Daemon:
     def alive(self) -> bool:
         sched = self._scheduler
         return bool(sched is not None and sched.running and not self.stopping.is_set())
+
+
+def _finished(done: queue.SimpleQueue[Future[CheckResult]], *, timeout: float) -> list[Future[CheckResult]]:
+    """The checks that finished: at least one (waiting up to ``timeout``), else none."""
+    try:
+        out = [done.get(timeout=timeout)]
+    except queue.Empty:
+        return []
+    while True:
+        try:
+            out.append(done.get_nowait())
+        except queue.Empty:
+            return out

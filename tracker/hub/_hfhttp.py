@@ -1,10 +1,13 @@
-"""Stage 1 (source) helper: the HTTP client HfSource uses for everything but ``model_info``.
+"""Stage 1 (source) helper: the HTTP client HfSource sends every request through.
 
 huggingface_hub's paginated calls pass ``timeout=None`` and retry 429/5xx with sleeps of up to
-8 s (hub-api.md §3), which a daemon must not sit through. So pages and file reads go through
-this httpx client instead: one wall-clock deadline per request that a trickling server cannot
-stretch (every connect and read gets at most the time left: ``tracker.netio``), no retries, body size caps, and ``Link: rel="next"`` followed only on the endpoint's
-own origin (the Authorization header must not travel elsewhere).
+8 s (hub-api.md §3), which a daemon must not sit through, and its session bounds each read,
+not a call. So the head check, pages and file reads go through this httpx client instead: one
+wall-clock deadline per request that a trickling server cannot stretch (every connect and read
+gets at most the time left: ``tracker.netio``), no retries, body size caps, and ``Link:
+rel="next"`` followed only on the endpoint's own origin (the Authorization header must not
+travel elsewhere). :class:`HubConnections` shares one connection pool among every repo a
+daemon checks, so an unchanged repo's one request needs no new connection (issue 17).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ import httpx
 
 from tracker.errors import RepoNotFound, SourceError, SourceUnavailable
 from tracker.hub._hferrors import clean, from_status
-from tracker.netio import DeadlineTransport, deadline, ssl_context
+from tracker.hub.connections import HubConnections, new_client
+from tracker.netio import deadline
 
 MAX_JSON_BYTES = 64 * 1024 * 1024
 _CHUNK = 64 * 1024
@@ -34,7 +38,8 @@ class BodyTooLarge(Exception):
 
 
 class HubHttp:
-    """A deadline-bound, retry-free GET client for one repo on one endpoint."""
+    """A deadline-bound, retry-free client for one repo on one endpoint; over ``connections``'
+    pool when given, else over a client of its own (closed with it)."""
 
     def __init__(
         self,
@@ -44,20 +49,21 @@ class HubHttp:
         timeout: float,
         repo_id: str,
         secret: str | None,
+        connections: HubConnections | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.timeout = timeout
         self.repo_id = repo_id
         self._secret = secret
         self._origin = _origin(endpoint)
-        # one TLS context for every client (tracker.netio.ssl_context): building one costs ~20 ms
-        self._client = httpx.Client(
-            headers=dict(headers), timeout=httpx.Timeout(timeout), follow_redirects=True,
-            verify=ssl_context(), transport=DeadlineTransport(),
-        )
+        self._headers = dict(headers)  # per request: the pool may be shared with other tokens
+        self._timeouts = httpx.Timeout(timeout)
+        self._owned = connections is None
+        self._client = new_client() if connections is None else connections.client
 
     def close(self) -> None:
-        self._client.close()
+        if self._owned:
+            self._client.close()
 
     def get_bytes(
         self,
@@ -77,8 +83,11 @@ class HubHttp:
         A status in ``empty_on`` (e.g. 416 for a Range past the end) answers an empty body.
         """
         ends = time.monotonic() + self.timeout
+        sent = {**self._headers, **headers} if headers else self._headers
         try:
-            with deadline(self.timeout), self._client.stream("GET", url, params=params, headers=headers) as r:
+            with deadline(self.timeout), self._client.stream(
+                "GET", url, params=params, headers=sent, timeout=self._timeouts
+            ) as r:
                 if r.status_code in empty_on:
                     return r, b""
                 if r.status_code >= 400:
@@ -133,7 +142,7 @@ class HubHttp:
         seen: set[str] = set()
         next_url: str | None = url
         while next_url:
-            r, body = self._get_json(next_url, what=what, revision=revision, params=params)
+            r, body = self.get_json(next_url, what=what, revision=revision, params=params)
             if not isinstance(body, list):
                 raise SourceUnavailable(
                     f"{what}: expected a JSON array", repo_id=self.repo_id, revision=revision
@@ -156,7 +165,8 @@ class HubHttp:
     ) -> Any:
         """POST a form (paths-info), answer its JSON; the same deadline and error mapping as GETs."""
         try:
-            r = self._client.post(url, data=_group(form))
+            with deadline(self.timeout):
+                r = self._client.post(url, data=_group(form), headers=self._headers, timeout=self._timeouts)
         except httpx.TimeoutException as e:
             raise SourceUnavailable(
                 f"{what}: timed out after {self.timeout:g}s", repo_id=self.repo_id, revision=revision
@@ -181,9 +191,10 @@ class HubHttp:
                 f"{what}: answer is not JSON", repo_id=self.repo_id, revision=revision
             ) from e
 
-    def _get_json(
-        self, url: str, *, what: str, revision: str | None, params: Mapping[str, str] | None
+    def get_json(
+        self, url: str, *, what: str, revision: str | None, params: Mapping[str, str] | None = None
     ) -> tuple[httpx.Response, Any]:
+        """GET ``url`` and parse its JSON body (at most ``MAX_JSON_BYTES``)."""
         try:
             r, raw = self.get_bytes(
                 url, what=what, revision=revision, params=params, max_bytes=MAX_JSON_BYTES

@@ -1,11 +1,13 @@
 """Stage 1 (source): a :class:`~tracker.hub.interface.HubSource` over the Hub's HTTP API.
 
-``resolve_head`` is ``HfApi.model_info(revision=branch, expand=["sha"], timeout=...)``: one
-request, the cheapest "anything new?" check. Everything else (commit and tree pages, file and
-Range reads) goes through :class:`tracker.hub._hfhttp.HubHttp`, because huggingface_hub's
-paginated calls have no timeout and retry with long sleeps (hub-api.md §3), and because
-``hf_hub_download`` silently serves a cached copy of a vanished repo (§11). Commits are paged
-only until a known sha. Any endpoint works (a mirror, the test emulator): ``endpoint=``.
+``resolve_head`` asks what ``HfApi.model_info(revision=branch, expand=["sha"])`` asks: one GET
+of ``/api/models/{id}/revision/{branch}?expand=sha``, the cheapest "anything new?" check.
+Every request, that one included, goes through :class:`tracker.hub._hfhttp.HubHttp` with
+huggingface_hub's headers (token, user agent): its session bounds each read, not a call, so a
+trickling server could hold a head check for minutes (issue 10); its paginated calls have no
+timeout and retry with long sleeps (hub-api.md §3); ``hf_hub_download`` silently serves a
+cached copy of a vanished repo (§11). Commits are paged only until a known sha. Any endpoint
+works (a mirror, the test emulator): ``endpoint=``.
 """
 
 from __future__ import annotations
@@ -17,22 +19,22 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-import httpx2
-from huggingface_hub import HfApi, constants
-from huggingface_hub.errors import HfHubHTTPError
+from huggingface_hub import constants
 from huggingface_hub.utils import build_hf_headers, validate_repo_id
 
 from tracker import __version__
 from tracker.errors import EntryNotFound, SourceUnavailable, TooLarge
-from tracker.hub._hferrors import clean, from_status
+from tracker.hub._hferrors import clean
 from tracker.hub._hfgit import GitNotServed, commit_parents
 from tracker.hub._hfhttp import BodyTooLarge, HubHttp
+from tracker.hub.connections import HubConnections
 from tracker.hub.interface import CommitListing
 from tracker.model import CommitInfo, FileEntry
 
 log = logging.getLogger("hubwatch.hub")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_HEAD_ONLY = {"expand": "sha"}  # model_info's expand=["sha"]: the answer holds the sha alone
 PATHS_PER_REQUEST = 100  # paths-info takes a form of paths; keep each request small
 
 
@@ -46,26 +48,29 @@ class HfSource:
         endpoint: str | None = None,
         token: str | None = None,
         timeout: float = 30.0,
+        connections: HubConnections | None = None,
     ) -> None:
+        """``connections``: a pool shared with other sources (a daemon's); else one of its own."""
         validate_repo_id(repo_id)  # HFValidationError (a ValueError) before any request
         self._repo_id = repo_id
         self._endpoint = (endpoint or constants.ENDPOINT).rstrip("/")
         self._timeout = timeout
-        self._api = HfApi(endpoint=self._endpoint, token=token, library_name="hubwatch", library_version=__version__)
+        self._connections = connections
         headers = build_hf_headers(token=token, library_name="hubwatch", library_version=__version__)
         headers["Accept-Encoding"] = "identity"  # sizes and ranges are about the stored bytes
         # the token actually sent (maybe implicit, from huggingface_hub's defaults): scrubbed from
         # every server message we put into an exception
         self._secret = headers.get("authorization", "").removeprefix("Bearer ") or token
         self._headers = headers
-        self._client: HubHttp | None = None  # built on first use: an unchanged repo never needs it
+        self._client: HubHttp | None = None  # built on first use
         self._renamed_to: str | None = None
 
     @property
     def _http(self) -> HubHttp:
         if self._client is None:
             self._client = HubHttp(
-                self._endpoint, self._headers, timeout=self._timeout, repo_id=self._repo_id, secret=self._secret
+                self._endpoint, self._headers, timeout=self._timeout, repo_id=self._repo_id, secret=self._secret,
+                connections=self._connections,
             )
         return self._client
 
@@ -79,32 +84,14 @@ class HfSource:
         return f"{self._endpoint}/{self._renamed_to or self._repo_id}"  # renamed: the new page
 
     def resolve_head(self, branch: str) -> str:
+        """The branch's head sha: one request, within one wall-clock deadline. Errors are the
+        Hub's (401/404 RepoNotFound, 403 GatedRepo, 404 RevisionNotFound, 429 RateLimited with
+        its wait) as :mod:`tracker.errors`; the token never appears in a message."""
         what = f"{self._repo_id}: head of {branch}"
-        try:
-            info = self._api.model_info(
-                self._repo_id, revision=branch, expand=["sha"], timeout=self._timeout
-            )
-        except HfHubHTTPError as e:
-            r = e.response
-            raise from_status(
-                r.status_code,
-                r.headers,
-                what=what,
-                repo_id=self._repo_id,
-                revision=branch,
-                body_message=getattr(e, "server_message", "") or "",
-                secret=self._secret,
-            ) from None
-        except httpx2.TimeoutException as e:
-            raise SourceUnavailable(
-                f"{what}: timed out after {self._timeout:g}s", repo_id=self._repo_id
-            ) from e
-        except (httpx2.HTTPError, OSError) as e:
-            raise SourceUnavailable(f"{what}: {type(e).__name__}", repo_id=self._repo_id) from e
-        except (KeyError, ValueError, TypeError) as e:  # a body that is not a model_info
-            raise SourceUnavailable(f"{what}: malformed answer", repo_id=self._repo_id) from e
-        self._note_id(getattr(info, "id", None))
-        sha = getattr(info, "sha", None)
+        url = f"{self._endpoint}/api/models/{self._repo_id}/revision/{quote(branch, safe='')}"
+        _, info = self._http.get_json(url, what=what, revision=branch, params=_HEAD_ONLY)
+        self._note_id(info.get("id") if isinstance(info, dict) else None)
+        sha = info.get("sha") if isinstance(info, dict) else None
         if not isinstance(sha, str) or not _SHA.match(sha):
             raise SourceUnavailable(f"{what}: no commit sha in the answer", repo_id=self._repo_id)
         return sha

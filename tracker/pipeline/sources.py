@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tracker.hub.connections import HubConnections
 from tracker.hub.interface import HubSource
 from tracker.netio import Resolver, system_resolver
 
@@ -45,6 +46,8 @@ class SourceFactory:
     cache_dir: Path | None = None
     allow_private: bool = False  # [webhooks] allow_private_destinations: API sources too
     resolve: Resolver = system_resolver  # a test's resolver (a rebinding one)
+    #: one connection pool for every Hub repo this factory opens (a daemon's checks share it)
+    connections: HubConnections = field(default_factory=HubConnections, compare=False, repr=False)
 
     def git_work_dir(self) -> Path:
         if self.cache_dir is not None:
@@ -66,4 +69,9 @@ class SourceFactory:
             return GitSource(location, repo_id, work_dir=self.git_work_dir(), timeout=self.timeout)
         from tracker.hub.hf import HfSource
 
-        return HfSource(repo_id, endpoint=self.endpoint, token=self.token, timeout=self.timeout)
+        return HfSource(repo_id, endpoint=self.endpoint, token=self.token, timeout=self.timeout,
+                        connections=self.connections)
+
+    def close(self) -> None:
+        """Close the shared Hub connections (a later ``open`` starts new ones)."""
+        self.connections.close()
