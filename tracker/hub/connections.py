@@ -18,38 +18,44 @@ from tracker.netio import DeadlineTransport, ssl_context
 
 
 class HubConnections:
-    """One pooled, deadline-bound httpx client shared by the sources of many repos (thread-safe).
+    """One pool of deadline-bound connections shared by the sources of many repos (thread-safe).
 
     Connections and TLS sessions outlive a repo's check: a daemon's unchanged cycle costs one
-    request per repo and no connection setup. No cookies are kept (the token travels in a
-    header, and one repo's answer must not shape the next repo's request). Built on first use.
+    request per repo and no connection setup. ``client`` (redirects followed, no cookies kept:
+    the token travels in a header, and one repo's answer must not shape the next repo's
+    request) and ``transport`` (the bare pool under it, for the head check) are built on
+    first use.
     """
 
     def __init__(self, *, max_connections: int = 10) -> None:
         self.max_connections = max_connections
-        self._client: httpx.Client | None = None
+        self._pair: tuple[httpx.Client, DeadlineTransport] | None = None
         self._lock = threading.Lock()
+
+    def _built(self) -> tuple[httpx.Client, DeadlineTransport]:
+        pair = self._pair
+        if pair is None:
+            with self._lock:
+                if self._pair is None:
+                    transport = DeadlineTransport(max_connections=self.max_connections)
+                    client = httpx.Client(
+                        follow_redirects=True, verify=ssl_context(), transport=transport,
+                        cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])),
+                    )
+                    self._pair = (client, transport)
+                pair = self._pair
+        return pair
 
     @property
     def client(self) -> httpx.Client:
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    self._client = new_client(self.max_connections)
-        return self._client
+        return self._built()[0]
+
+    @property
+    def transport(self) -> DeadlineTransport:
+        return self._built()[1]
 
     def close(self) -> None:
         with self._lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
-
-
-def new_client(max_connections: int = 10) -> httpx.Client:
-    """A client over the deadline transport: redirects followed, no proxy from the environment,
-    no retries, no cookies."""
-    # one TLS context for every client (tracker.netio.ssl_context): building one costs ~20 ms
-    return httpx.Client(
-        follow_redirects=True, verify=ssl_context(), transport=DeadlineTransport(max_connections=max_connections),
-        cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])),
-    )
+            pair, self._pair = self._pair, None
+        if pair is not None:
+            pair[0].close()

@@ -34,7 +34,6 @@ from tracker.model import CommitInfo, FileEntry
 log = logging.getLogger("hubwatch.hub")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_HEAD_ONLY = {"expand": "sha"}  # model_info's expand=["sha"]: the answer holds the sha alone
 PATHS_PER_REQUEST = 100  # paths-info takes a form of paths; keep each request small
 
 
@@ -88,8 +87,8 @@ class HfSource:
         Hub's (401/404 RepoNotFound, 403 GatedRepo, 404 RevisionNotFound, 429 RateLimited with
         its wait) as :mod:`tracker.errors`; the token never appears in a message."""
         what = f"{self._repo_id}: head of {branch}"
-        url = f"{self._endpoint}/api/models/{self._repo_id}/revision/{quote(branch, safe='')}"
-        _, info = self._http.get_json(url, what=what, revision=branch, params=_HEAD_ONLY)
+        url = f"{self._endpoint}/api/models/{self._repo_id}/revision/{quote(branch, safe='')}?expand=sha"
+        info = self._http.get_small_json(url, what=what, revision=branch)
         self._note_id(info.get("id") if isinstance(info, dict) else None)
         sha = info.get("sha") if isinstance(info, dict) else None
         if not isinstance(sha, str) or not _SHA.match(sha):
