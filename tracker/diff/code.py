@@ -84,8 +84,9 @@ def loaded_code(arts: Artifacts) -> dict[str, list[str]]:
     return {p: sorted(set(w)) for p, w in why.items()}
 
 
-def diff_code(sides: Sides) -> list[Change]:
-    """One change per added, removed or edited ``*.py`` file."""
+def diff_code(sides: Sides, *, text_diffs: bool = True) -> list[Change]:
+    """One change per added, removed or edited ``*.py`` file; ``text_diffs=False``: without
+    the unified diff (``detail["diff"]`` None, ``detail["not_diffed"]`` says why)."""
     old_loaded, new_loaded = loaded_code(sides.base), loaded_code(sides.head)
     out: list[Change] = []
     for path, op in sides.changed_paths().items():
@@ -107,7 +108,10 @@ def diff_code(sides: Sides) -> list[Change]:
         new_text = sides.head.code.get(path) if op != "removed" else ""
         detail: dict[str, Any] = {"op": op, "loaded_by": why}
         stats = ""
-        if old_text is not None and new_text is not None:
+        if not text_diffs:
+            detail["diff"] = None
+            detail["not_diffed"] = "reduced analysis: the revision ran over its analysis budget"
+        elif old_text is not None and new_text is not None:
             detail["diff"] = unified(old_text, new_text, path, path)
             stats = f" (+{detail['diff']['added']}/-{detail['diff']['removed']} lines)"
         else:

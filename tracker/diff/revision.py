@@ -71,9 +71,13 @@ def _covered(changes: list[Change]) -> set[str]:
 
 
 def diff_artifacts(
-    base: Artifacts | None, head: Artifacts, *, base_sha: str | None, head_sha: str
+    base: Artifacts | None, head: Artifacts, *, base_sha: str | None, head_sha: str,
+    text_diffs: bool = True,
 ) -> RevisionDiff:
-    """All changes from ``base`` (None: a root commit, everything is added) to ``head``."""
+    """All changes from ``base`` (None: a root commit, everything is added) to ``head``.
+
+    ``text_diffs=False``: code changes name the file, its operation and what loads it, without
+    the unified diff (the reduced analysis of a revision over its budget)."""
     sides = Sides(base if base is not None else Artifacts(), head)
     changes: list[Change] = []
     changes += diff_documents(sides)
@@ -82,7 +86,7 @@ def diff_artifacts(
     changes += diff_weights(sides)
     changes += diff_gguf(sides)
     changes += diff_hub_scans(sides)
-    changes += diff_code(sides)
+    changes += diff_code(sides, text_diffs=text_diffs)
     covered = _covered(changes)
     for path, op in sides.changed_paths().items():
         if path not in covered:

@@ -5,7 +5,11 @@ point 4; issue 10, point 9): the analysis runs in a worker process with a wall-c
 deadline and an address-space limit (``RLIMIT_AS``), which no loop in Python, Jinja or a C
 extension can escape. A worker over its budget is killed and replaced; the revision is
 recorded with a change that says what was cut (``analysis.cut``, HIGH: content nobody could
-compare may hide anything), and the poll goes on with the next commit.
+compare may hide anything), and the poll goes on with the next commit. Before that, a second,
+reduced pass (:mod:`tracker.pipeline.essentials`) runs in a fresh worker under the same
+budget: config, code files, weights and their scans, without the tokenizer, templates and text
+diffs, so a bomb file that stays in the tree cannot hide a later ``auto_map`` backdoor; what it
+finds is recorded beside the cut. Only when it is cut too is the revision not analysed at all.
 
 Workers come from a fork server: one single-threaded helper process, started once (a fresh
 interpreter that imports the pure stages), forks each worker. Forking the daemon itself
@@ -28,13 +32,14 @@ import resource
 import signal
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from typing import Any
 
 from tracker.diff import diff_artifacts
 from tracker.extract import extract_artifacts
 from tracker.model import Artifacts, Change, ChangeKind, RevisionDiff, Snapshot
+from tracker.pipeline.essentials import analyse_essentials, reduced_cut_change
 from tracker.pipeline.plan_step import PlanStep
 
 log = logging.getLogger("hubwatch.analysis")
@@ -59,6 +64,7 @@ class Analysis:
     plan: PlanResult
     error: str | None = None
     cut: str | None = None
+    not_compared: tuple[str, ...] = ()  # the reduced pass: left-out files that changed
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +75,13 @@ class _Job:
     head_sha: str
     max_json_depth: int
     plan: PlanStep
+    essentials: bool = False  # the reduced pass, after the full one ran over its budget
 
 
 def analyse(job: _Job) -> Analysis:
     """The analysis itself, in whatever process runs it; content errors become ``error``."""
+    if job.essentials:
+        return _analyse_essentials(job)
     error: str | None = None
     try:
         head = extract_artifacts(job.snap, max_json_depth=job.max_json_depth, earlier=job.base)
@@ -89,6 +98,20 @@ def analyse(job: _Job) -> Analysis:
         error = error or f"plan failed: {type(e).__name__}: {e}"
         plan = (None, None, None)
     return Analysis(head=head, diff=diff, plan=plan, error=error)
+
+
+def _analyse_essentials(job: _Job) -> Analysis:
+    """The reduced pass; no plan (it needs the tokenizer and templates the pass leaves out)."""
+    try:
+        head, diff, skipped = analyse_essentials(job.snap, job.base, base_sha=job.base_sha,
+                                                 head_sha=job.head_sha, max_json_depth=job.max_json_depth)
+    except MemoryError:
+        raise
+    except Exception as e:  # hostile content must never crash a poll: the revision stays "not analysed"
+        return Analysis(head=Artifacts(files=job.snap.files), diff=RevisionDiff(base=job.base_sha, head=job.head_sha),
+                        plan=(None, None, None), error=f"reduced analysis failed: {type(e).__name__}: {e}")
+    return Analysis(head=head, diff=diff, plan=(None, None, None),
+                    not_compared=skipped)
 
 
 def cut_change(why: str) -> Change:
@@ -148,14 +171,38 @@ class AnalysisPool:
             assert isinstance(value, Analysis)
             return value
         worker.kill()
-        why = {"time": f"over its time budget of {self.budget.seconds:g} s",
-               "memory": f"over its memory budget of {self.budget.memory_bytes // 2**20} MiB"}.get(
-            outcome, "the analysis worker failed")
+        why = self._why(outcome)
+        reduced = self._reduced(job)
+        if reduced is not None and reduced.error is None:
+            log.warning("revision %s analysed in part: %s", head_sha[:12], why)
+            changes = (*reduced.diff.changes, reduced_cut_change(why, reduced.not_compared))
+            return Analysis(head=reduced.head, diff=replace(reduced.diff, changes=changes), plan=reduced.plan,
+                            error=f"analysis stopped: {why}; the reduced analysis is recorded", cut=outcome)
         log.warning("revision %s not analysed: %s", head_sha[:12], why)
-        empty = Analysis(head=Artifacts(files=snap.files), diff=RevisionDiff(base=base_sha, head=head_sha),
-                         plan=(None, None, None))
-        return Analysis(head=empty.head, diff=RevisionDiff(base=base_sha, head=head_sha, changes=(cut_change(why),)),
-                        plan=empty.plan, error=f"analysis stopped: {why}", cut=outcome)
+        return Analysis(head=Artifacts(files=snap.files),
+                        diff=RevisionDiff(base=base_sha, head=head_sha, changes=(cut_change(why),)),
+                        plan=(None, None, None), error=f"analysis stopped: {why}", cut=outcome)
+
+    def _why(self, outcome: str) -> str:
+        return {"time": f"over its time budget of {self.budget.seconds:g} s",
+                "memory": f"over its memory budget of {self.budget.memory_bytes // 2**20} MiB"}.get(
+            outcome, "the analysis worker failed")
+
+    def _reduced(self, job: _Job) -> Analysis | None:
+        """The reduced pass in a fresh worker under the same budget; None when it was cut too."""
+        try:
+            worker = _Worker(self.budget.memory_bytes, self.runner)
+        except Exception:
+            log.warning("no worker for the reduced analysis", exc_info=True)
+            return None
+        outcome, value = worker.call(replace(job, essentials=True), self.budget.seconds)
+        if outcome != "ok":
+            worker.kill()
+            return None
+        with self._lock:
+            self._idle.append(worker)
+        assert isinstance(value, Analysis)
+        return value
 
     def close(self) -> None:
         with self._lock:
