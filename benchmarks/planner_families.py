@@ -51,12 +51,13 @@ PREFIX = {"olmoe": "Olmoe", "olmo3": "Olmo3", "glm4_moe": "Glm4Moe", "llama4_tex
           "exaone4": "Exaone4", "qwen3_5_text": "Qwen3_5", "qwen3_5": "Qwen3_5",
           "qwen3_5_moe": "Qwen3_5Moe", "gemma4_text": "Gemma4",
           "cohere2": "Cohere2", "ernie4_5": "Ernie4_5", "ernie4_5_moe": "Ernie4_5_Moe",
-          "deepseek_v32": "DeepseekV32"}
+          "deepseek_v32": "DeepseekV32", "gemma4": "Gemma4"}
 #: Classes whose config is the composite one (the others take the text config).
 COMPOSITE_HEADS = {"llama4": ("ForConditionalGeneration",),
                    "qwen3_5": ("ForConditionalGeneration", "ForSequenceClassification",
                                "ForTokenClassification", "Model"),
-                   "qwen3_5_moe": ("ForConditionalGeneration", "Model")}
+                   "qwen3_5_moe": ("ForConditionalGeneration", "Model"),
+                   "gemma4": ("ForConditionalGeneration", "Model")}
 
 
 def _attn(r: random.Random) -> dict[str, Any]:
@@ -174,6 +175,8 @@ def variant(model_type: str, r: random.Random) -> dict[str, Any]:
             cfg["layer_types"][0] = "sliding_attention"  # a producer of each shared type
         cfg["layer_types"][-2] = "full_attention"
         cfg["layer_types"][-3] = "sliding_attention"
+    elif model_type == "gemma4":
+        return _gemma4(r)
     elif model_type == "llama4":
         text = variant("llama4_text", r)
         vh = r.choice([2, 4]) * 8
@@ -188,6 +191,31 @@ def variant(model_type: str, r: random.Random) -> dict[str, Any]:
     cfg["model_type"] = model_type
     labels = r.randint(2, 20)
     cfg["id2label"] = {str(i): f"label_{i}" for i in range(labels)}
+    return cfg
+
+
+def _gemma4(r: random.Random) -> dict[str, Any]:
+    """Gemma 4's composite config: its text model, a vision and an audio tower, either absent."""
+    text = variant("gemma4_text", r)
+    text.pop("id2label")
+    cfg: dict[str, Any] = {"model_type": "gemma4", "tie_word_embeddings": r.random() < 0.7,
+                           "text_config": text}
+    if r.random() < 0.7:
+        heads = r.choice([2, 4])
+        cfg["vision_config"] = {
+            "hidden_size": heads * r.choice([8, 16]), "num_attention_heads": heads,
+            "num_key_value_heads": r.choice([k for k in (1, 2, 4) if heads % k == 0]),
+            "head_dim": r.choice([8, 16]), "num_hidden_layers": r.randint(1, 3),
+            "intermediate_size": r.choice([32, 64]), "patch_size": r.choice([2, 4]),
+            "position_embedding_size": r.choice([16, 64]), "pooling_kernel_size": 2,
+            "use_clipped_linears": r.random() < 0.5, "standardize": r.random() < 0.5}
+    if r.random() < 0.6:
+        heads = r.choice([2, 4])
+        cfg["audio_config"] = {
+            "hidden_size": heads * r.choice([8, 12]), "num_attention_heads": heads,
+            "num_hidden_layers": r.randint(1, 3), "conv_kernel_size": r.choice([3, 5]),
+            "subsampling_conv_channels": [r.choice([8, 12, 16]), r.choice([4, 8])],
+            "output_proj_dims": r.choice([16, 24]), "use_clipped_linears": r.random() < 0.5}
     return cfg
 
 

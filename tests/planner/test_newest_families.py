@@ -1,5 +1,6 @@
 """The newest decoder families, on configs written from their published config.json shapes
-(and, for Gemma 4's text model, its config class's defaults and one written MoE variant).
+(and, for Gemma 4, its config classes' defaults, the text model alone and with its vision
+and audio towers, and written MoE variants, one of them with a vision tower and no audio).
 
 The counts in tests/fixtures/newest/params.json are transformers' own (every class built on
 the meta device by ``benchmarks/planner_families.py --write-fixtures``); the planner must
@@ -45,8 +46,9 @@ def test_every_fixture_is_counted() -> None:
     assert names == set(table())
     families = {parse_model_config(load(n)).family for n in names}
     assert families == {"llama4", "qwen3_next", "olmoe", "olmo3", "glm4_moe", "smollm3", "glm4",
-                        "seed_oss", "minimax_m2", "exaone4", "qwen3_5", "qwen3_5_moe", "gemma4_text", "cohere2", "ernie4_5", "ernie4_5_moe", "deepseek_v32"}
-    assert len(CASES) >= 60
+                        "seed_oss", "minimax_m2", "exaone4", "qwen3_5", "qwen3_5_moe", "gemma4_text", "cohere2", "ernie4_5", "ernie4_5_moe", "deepseek_v32",
+                        "gemma4"}
+    assert len(CASES) >= 64
 
 
 @pytest.mark.parametrize(("name", "arch", "count"), CASES)
@@ -147,6 +149,17 @@ def test_gemma4_layers_that_reuse_kv_cache_nothing_and_k_eq_v_caches_keys_once()
     assert specs[9].mlp == "moe" and specs[9].shared_ffn == 2 * 2112  # double-wide MLP
     default = layer_specs(parse_model_config(load("transformers-defaults__gemma4_text.json")))
     assert [s.q_dim for s in default[4:6]] == [8 * 256, 8 * 512]  # full layers' global head_dim
+
+
+def test_gemma4_multimodal_has_the_towers_its_config_names_and_the_text_models_layers() -> None:
+    full = parse_model_config(load("transformers-defaults__gemma4.json"))
+    vision_only = parse_model_config(load("written__gemma4-moe-vision-no-audio.json"))
+    assert set(full.sub) == {"text", "vision", "audio"} and set(vision_only.sub) == {"text", "vision"}
+    text = parse_model_config(load("written__gemma4_text-moe-kv-shared.json"))
+    assert layer_specs(vision_only) == layer_specs(text)  # serving: the text model's layers
+    # the towers and projectors are what the composite adds to the text model
+    assert plan_of(load("written__gemma4-moe-vision-no-audio.json")).params.total > \
+        plan_of(load("written__gemma4_text-moe-kv-shared.json")).params.total
 
 
 def test_deepseek_v32_caches_the_indexer_keys_beside_the_latent() -> None:

@@ -31,6 +31,7 @@ from tracker.extract.model_config_newest import (
     NEWEST_COMPOSITES,
     NEWEST_INT_KEYS,
     NEWEST_MOE,
+    NEWEST_OPTIONAL_SUBS,
     derive_newest,
 )
 from tracker.extract.model_config_ssm import ATTENTION_FREE, SSM_INT_KEYS, derive_ssm
@@ -122,6 +123,8 @@ def _build(config: dict[str, Any], model_type: str | None, architecture: str | N
     unknown_sub = False
     for sub_key, sub_family in _COMPOSITE_SUBS.get(family, {}).items():
         sub_raw = config.get(sub_key)
+        if (family, sub_key) in NEWEST_OPTIONAL_SUBS and not isinstance(sub_raw, dict):
+            continue
         sub_cfg = dict(sub_raw) if isinstance(sub_raw, dict) else {}
         sub_cfg["model_type"] = sub_family
         sub = parse_model_config(sub_cfg)

@@ -319,6 +319,16 @@ NEWEST: dict[str, dict[str, Any]] = {
     "qwen3_5_vision": _QWEN3_5_VISION,
     "qwen3_5_moe_vision": _QWEN3_5_VISION,
     "qwen3_5": {"is_encoder_decoder": False, "tie_word_embeddings": False},
+    # Gemma 4's towers (Gemma4VisionConfig, Gemma4AudioConfig) and its composite config
+    "gemma4_vision": {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 16,
+                      "num_attention_heads": 12, "num_key_value_heads": 12, "head_dim": 64,
+                      "patch_size": 16, "position_embedding_size": 10240,
+                      "is_encoder_decoder": False},
+    "gemma4_audio": {"hidden_size": 1024, "num_hidden_layers": 12, "num_attention_heads": 8,
+                     "subsampling_conv_channels": [128, 32], "conv_kernel_size": 5,
+                     "output_proj_dims": 1536, "intermediate_size": 4096,
+                     "is_encoder_decoder": False},
+    "gemma4": {"is_encoder_decoder": False, "tie_word_embeddings": True},
     "qwen3_5_moe": {"is_encoder_decoder": False, "tie_word_embeddings": False},
 }
 
@@ -342,10 +352,14 @@ NEWEST_COMPOSITES: dict[str, dict[str, str]] = {
     "llama4": {"text_config": "llama4_text", "vision_config": "llama4_vision_model"},
     "qwen3_5": {"text_config": "qwen3_5_text", "vision_config": "qwen3_5_vision"},
     "qwen3_5_moe": {"text_config": "qwen3_5_moe_text", "vision_config": "qwen3_5_moe_vision"},
+    "gemma4": {"text_config": "gemma4_text", "vision_config": "gemma4_vision",
+               "audio_config": "gemma4_audio"},
 }
+#: Towers a composite config may leave out (null or absent): then the model has none.
+NEWEST_OPTIONAL_SUBS = frozenset([("gemma4", "vision_config"), ("gemma4", "audio_config")])
 
 #: Their integer keys, checked for type and range like the others.
-NEWEST_INT_KEYS = frozenset(["intermediate_size_mlp", "interleave_moe_layer_step", "attention_chunk_size", "no_rope_layer_interval", "vision_output_dim", "projector_input_dim", "projector_output_dim", "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim", "linear_num_key_heads", "linear_num_value_heads", "full_attention_interval", "num_nextn_predict_layers", "in_channels", "temporal_patch_size", "spatial_merge_size", "num_position_embeddings", "out_hidden_size", "depth", "hidden_size_per_layer_input", "vocab_size_per_layer_input", "num_kv_shared_layers", "global_head_dim", "num_global_key_value_heads", "top_k_experts", "moe_k", "moe_num_experts", "moe_num_shared_experts", "moe_layer_interval", "moe_layer_start_index", "index_head_dim", "index_n_heads", "index_topk"])
+NEWEST_INT_KEYS = frozenset(["intermediate_size_mlp", "interleave_moe_layer_step", "attention_chunk_size", "no_rope_layer_interval", "vision_output_dim", "projector_input_dim", "projector_output_dim", "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim", "linear_num_key_heads", "linear_num_value_heads", "full_attention_interval", "num_nextn_predict_layers", "in_channels", "temporal_patch_size", "spatial_merge_size", "num_position_embeddings", "out_hidden_size", "depth", "hidden_size_per_layer_input", "vocab_size_per_layer_input", "num_kv_shared_layers", "global_head_dim", "num_global_key_value_heads", "top_k_experts", "moe_k", "moe_num_experts", "moe_num_shared_experts", "moe_layer_interval", "moe_layer_start_index", "index_head_dim", "index_n_heads", "index_topk", "position_embedding_size", "output_proj_dims"])
 #: The families whose MLP is (partly) a mixture of experts.
 NEWEST_MOE = frozenset(["olmoe", "glm4_moe", "llama4_text", "qwen3_next", "qwen3_5_moe_text",
                         "minimax_m2", "gemma4_text", "ernie4_5_moe", "deepseek_v32"])

@@ -15,12 +15,12 @@ from tracker.planner.layers import LayerSpec
 from tracker.planner.params_newest import NEWEST_DECODERS, moe_layers
 from tracker.planner.recurrent import gated_delta_net
 
-NEWEST_STACKS = NEWEST_DECODERS | {"llama4", "qwen3_5", "qwen3_5_moe"}
+NEWEST_STACKS = NEWEST_DECODERS | {"llama4", "qwen3_5", "qwen3_5_moe", "gemma4"}
 
 
 def newest_layer_specs(cfg: ModelConfig) -> tuple[LayerSpec, ...]:
     """Every decoder layer of one of ``NEWEST_STACKS`` (a multimodal one: its text model)."""
-    if cfg.family in ("llama4", "qwen3_5", "qwen3_5_moe"):
+    if cfg.family in ("llama4", "qwen3_5", "qwen3_5_moe", "gemma4"):
         text = cfg.sub.get("text")
         return newest_layer_specs(text) if text is not None else ()
     if cfg.family == "gemma4_text":

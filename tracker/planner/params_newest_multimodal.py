@@ -14,12 +14,15 @@ from tracker.model.plan import ModelConfig
 from tracker.planner.params_decoder import count_decoder
 from tracker.planner.tally import Tally
 
-NEWEST_MULTIMODAL = frozenset(["llama4", "qwen3_5", "qwen3_5_moe"])
+NEWEST_MULTIMODAL = frozenset(["llama4", "qwen3_5", "qwen3_5_moe", "gemma4"])
 
 
 def count_newest_multimodal(cfg: ModelConfig, arch: str, t: Tally, notes: list[str]) -> None:
     """The whole model ``arch`` builds from a composite config (text and vision towers)."""
     text, vision = cfg.sub.get("text"), cfg.sub.get("vision")
+    if cfg.family == "gemma4" and text is not None:
+        _gemma4(cfg, text, t)
+        return
     if text is None or vision is None:
         return
     count_decoder(text, t)
@@ -77,3 +80,54 @@ def _qwen3_5_vision(vision: ModelConfig, t: Tally) -> None:
     merged = h * v("spatial_merge_size", 2) ** 2
     t.linear("other", merged, merged, bias=True)
     t.linear("other", merged, v("out_hidden_size", 3584), bias=True)
+
+
+def _gemma4(cfg: ModelConfig, text: ModelConfig, t: Tally) -> None:
+    """Gemma 4: the text model, the towers its config has, the head tied unless untied."""
+    count_decoder(text, t)
+    vision, audio = cfg.sub.get("vision"), cfg.sub.get("audio")
+    if vision is not None:
+        _gemma4_vision(vision, t)
+        t.linear("other", vision.hidden_size, text.hidden_size)  # embed_vision
+    if audio is not None:
+        _gemma4_audio(audio, t)
+        t.linear("other", audio.get_int("output_proj_dims", 1536), text.hidden_size)
+    if not cfg.get_bool("tie_word_embeddings", True) and (cfg.architecture or "").endswith(
+            "ForConditionalGeneration"):
+        t.linear("head", text.hidden_size, text.vocab_size, lora=False)
+
+
+def _gemma4_vision(vision: ModelConfig, t: Tally) -> None:
+    h, f, n = vision.hidden_size, vision.intermediate_size, vision.num_layers
+    hd, heads, kv = vision.head_dim, vision.num_heads, vision.num_kv_heads
+    patch = vision.get_int("patch_size", 16)
+    t.linear("other", 3 * patch * patch, h)
+    t.add("other", 2 * vision.get_int("position_embedding_size", 10240) * h)
+    t.linear("other", h, heads * hd, times=n)
+    t.linear("other", h, kv * hd, times=2 * n)
+    t.linear("other", heads * hd, h, times=n)
+    t.norm(hd, bias=False, times=2 * n)  # q_norm, k_norm (v_norm has no weight)
+    t.linear("other", h, f, times=2 * n)
+    t.linear("other", f, h, times=n)
+    t.norm(h, bias=False, times=4 * n)
+
+
+def _gemma4_audio(audio: ModelConfig, t: Tally) -> None:
+    h, n = audio.hidden_size, audio.num_layers
+    channels = [c for c in audio.get_list("subsampling_conv_channels") if isinstance(c, int)]
+    c0, c1 = (channels + [128, 32][len(channels):])[:2]
+    t.add("other", c0 * 9 + c1 * c0 * 9)  # two 3x3 sub-sampling convolutions
+    t.norm(c0, bias=False)
+    t.norm(c1, bias=False)
+    t.linear("other", (c0 // 4) * c1, h)
+    inner = audio.num_heads * (h // max(1, audio.num_heads))
+    t.linear("other", h, 4 * h, times=2 * n)  # two macaron feed-forwards
+    t.linear("other", 4 * h, h, times=2 * n)
+    t.linear("other", h, inner, times=4 * n)  # q, k, v and the relative-position keys
+    t.linear("other", h, h, times=n)  # post
+    t.add("other", h // max(1, audio.num_heads), times=n)  # per_dim_scale
+    t.linear("other", h, 2 * h, times=n)  # the light convolution's start, end, depthwise
+    t.linear("other", h, h, times=n)
+    t.add("other", h * audio.get_int("conv_kernel_size", 5), times=n)
+    t.norm(h, bias=False, times=9 * n)  # 4 feed-forward, 2 convolution, 3 block norms
+    t.linear("other", h, audio.get_int("output_proj_dims", 1536), bias=True)
