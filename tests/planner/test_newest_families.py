@@ -162,6 +162,16 @@ def test_gemma4_multimodal_has_the_towers_its_config_names_and_the_text_models_l
         plan_of(load("written__gemma4_text-moe-kv-shared.json")).params.total
 
 
+def test_gemma4_towers_left_out_are_not_built() -> None:
+    # Gemma4Config leaves an absent vision or audio config None: the model has no such tower
+    text_only = table()["transformers-defaults__gemma4_text.json"]["params"]
+    bare = plan_of({"model_type": "gemma4", "architectures": ["Gemma4ForConditionalGeneration"]})
+    assert bare.supported and bare.params.total == text_only
+    audio = plan_of({"model_type": "gemma4", "architectures": ["Gemma4ForConditionalGeneration"],
+                     "vision_config": None, "audio_config": {}})
+    assert audio.params.total > text_only
+
+
 def test_deepseek_v32_caches_the_indexer_keys_beside_the_latent() -> None:
     specs = layer_specs(parse_model_config(load("deepseek-ai__DeepSeek-V3.2-Exp.json")))
     assert {s.kv_per_token for s in specs} == {512 + 64 + 128}

@@ -326,8 +326,7 @@ NEWEST: dict[str, dict[str, Any]] = {
                       "is_encoder_decoder": False},
     "gemma4_audio": {"hidden_size": 1024, "num_hidden_layers": 12, "num_attention_heads": 8,
                      "subsampling_conv_channels": [128, 32], "conv_kernel_size": 5,
-                     "output_proj_dims": 1536, "intermediate_size": 4096,
-                     "is_encoder_decoder": False},
+                     "output_proj_dims": 1536, "is_encoder_decoder": False},
     "gemma4": {"is_encoder_decoder": False, "tie_word_embeddings": True},
     "qwen3_5_moe": {"is_encoder_decoder": False, "tie_word_embeddings": False},
 }
