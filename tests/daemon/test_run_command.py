@@ -38,9 +38,9 @@ def test_run_serves_the_api_reacts_to_webhooks_and_stops_cleanly(hub: HubEmulato
     base = f"http://127.0.0.1:{port}"
     store = open_store(db_url)
     try:
-        wait_for(lambda: _get(f"{base}/readyz") == 200, 30, "/readyz")
+        wait_for(lambda: _get(f"{base}/readyz") == 200, 120, "/readyz")  # a bound, not a delay: imports are slow on a loaded machine
         assert _get(f"{base}/healthz") == 200
-        wait_for(lambda: all(r.revisions == 2 for r in store.list_repos()) and len(store.list_repos()) == 3, 30,
+        wait_for(lambda: all(r.revisions == 2 for r in store.list_repos()) and len(store.list_repos()) == 3, 120,
                  "the first read of the config's repos")
 
         new = repos["org/r1"].commit({"config.json": config_bytes(eos_token_id=11)}, title="eos")

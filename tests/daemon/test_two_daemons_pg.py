@@ -72,7 +72,7 @@ def test_a_killed_daemons_repos_are_taken_over_and_nothing_is_recorded_twice(
     b = start_run(configs[1], tmp_path / "b.log")
     try:
         wait_for(lambda: _count(store, "SELECT count(*) FROM revisions") >= 15 and _leased_by(store, a.pid) >= 2,
-                 40, "daemon a to be halfway through, holding repos", every=0.05)
+                 120, "daemon a to be halfway through, holding repos", every=0.05)
         a.send_signal(signal.SIGKILL)
         assert a.wait(10) == -signal.SIGKILL
         assert _leased_by(store, a.pid) > 0  # what it held when it died

@@ -45,7 +45,10 @@ def test_starts_and_stops_fast_even_with_a_hung_request(tiny: Tiny) -> None:
 
     t = threading.Thread(target=client, daemon=True)
     t.start()
-    time.sleep(0.2)
+    arrived = time.monotonic() + 30  # under load the client may take a while to connect
+    while emu.count(route="model_info") == 0 and time.monotonic() < arrived:
+        time.sleep(0.01)
+    assert emu.count(route="model_info") == 1  # the request is in, and hangs there
     start = time.monotonic()
     emu.stop()
     t.join(5)
