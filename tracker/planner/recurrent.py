@@ -8,8 +8,8 @@ sequence whatever its length, as transformers' caches allocate them:
   dtype (bf16 when served);
 - the recurrent state: ``heads x key_dim x value_dim`` for a delta rule, ``heads x head_dim x
   state_size`` for Mamba-2 (``intermediate x state_size`` for Mamba-1), in the dtype its
-  kernel keeps (Gated DeltaNet's chunked rule accumulates in fp32; Mamba's cache is the
-  model's dtype).
+  kernel keeps (Gated DeltaNet's chunked rule accumulates in fp32, and transformers' Mamba
+  caches keep the SSM state in fp32 too).
 
 A layer's :class:`~tracker.planner.layers.LayerSpec` carries the bytes in ``state_bytes``;
 :func:`tracker.planner.memory.kv_cache` adds them once per sequence, beside the per-token
@@ -50,17 +50,17 @@ def gated_delta_net(key_heads: int, value_heads: int, key_dim: int, value_dim: i
 
 
 def mamba2(intermediate: int, groups: int, state_size: int, heads: int, head_dim: int,
-           conv_kernel: int, state_bytes: int = BF16) -> RecurrentState:
+           conv_kernel: int, state_bytes: int = FP32) -> RecurrentState:
     """Mamba-2 (and the SSM layers of hybrids built on it): the convolution runs over x, B
     and C (``intermediate + 2 x groups x state_size`` channels); the SSM state is
-    ``heads x head_dim x state_size``, kept in the model's dtype by transformers' cache."""
+    ``heads x head_dim x state_size``, kept in fp32 by transformers' cache."""
     channels = intermediate + 2 * groups * state_size
     return RecurrentState(channels, conv_kernel, heads * head_dim * state_size,
                           state_bytes=state_bytes)
 
 
 def mamba1(intermediate: int, state_size: int, conv_kernel: int,
-           state_bytes: int = BF16) -> RecurrentState:
+           state_bytes: int = FP32) -> RecurrentState:
     """Mamba-1 (and Jamba's Mamba layers): the convolution over the expanded input and an
     ``intermediate x state_size`` SSM state."""
     return RecurrentState(intermediate, conv_kernel, intermediate * state_size,
