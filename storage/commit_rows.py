@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import JSON, bindparam, column, delete, insert, select, table, update
+from sqlalchemy import JSON, bindparam, column, delete, insert, select, table, text, update
 from sqlmodel import col
 
 from storage.commit_index import (
@@ -69,10 +69,11 @@ def add_chain_point(db: Any, repo_id: str, label: Label, reach: Reach, chains: C
     chains.points[label[0]].sort(key=lambda p: p[0])
 
 
-def index_advisories(db: Any, repo_id: str, records: Mapping[str, Mapping[str, Any]], chains: Chains) -> None:
-    """(Re)write the spans of ``records`` (advisory id -> OSV record) of one repo."""
+def index_advisories(db: Any, repo_id: str, records: Mapping[str, Mapping[str, Any]], chains: Chains) -> bool:
+    """(Re)write the spans of ``records`` (advisory id -> OSV record) of one repo; False
+    when there was nothing to write."""
     if not records:
-        return
+        return False
     shas = set().union(*(event_shas(r) for r in records.values()))
     labels = labels_of(db, repo_id, shas)
     ids = sorted(records)
@@ -94,6 +95,7 @@ def index_advisories(db: Any, repo_id: str, records: Mapping[str, Mapping[str, A
     ]
     for i in range(0, len(rows), 500):
         db.execute(insert(AdvisorySpanRow.__table__), rows[i : i + 500])  # type: ignore[arg-type]
+    return True
 
 
 def index_new_advisory(db: Any, repo_id: str, record: Mapping[str, Any], sha: str, label: Label,
@@ -108,15 +110,29 @@ def index_new_advisory(db: Any, repo_id: str, record: Mapping[str, Any], sha: st
         index_advisories(db, repo_id, {str(record["id"]): record}, chains)
 
 
-def reindex_repo(db: Any, repo_id: str, chains: Chains, *, pending_only: bool = False) -> None:
+def reindex_repo(db: Any, repo_id: str, chains: Chains, *, pending_only: bool = False) -> bool:
     """Every advisory of a repo (after a commit started or merged a chain), or only those
-    that name commits not stored when they were indexed."""
+    that name commits not stored when they were indexed; False when there were none."""
     q = select(A.id, A.record).where(A.repo_id == repo_id)
     if pending_only:
         q = q.where(col(A.id).in_(
             select(S.advisory_id).where(S.repo_id == repo_id, S.chain == PENDING).scalar_subquery()
         ))
-    index_advisories(db, repo_id, dict(db.execute(q).all()), chains)
+    return index_advisories(db, repo_id, dict(db.execute(q).all()), chains)
+
+
+# Raised in the transaction that rewrites a repo's spans or records, so that an API process
+# that keeps answers in memory (storage.commit_answers) reads them again; never lowered.
+_BUMP = text(
+    "INSERT INTO commit_index_versions (repo_id, version) VALUES (:repo, 1)"
+    " ON CONFLICT (repo_id) DO UPDATE SET version = commit_index_versions.version + 1"
+)
+
+
+def bump_index_version(db: Any, repo_ids: Iterable[str]) -> None:
+    """Raise the index version of each repo (in sorted order: two writers lock rows alike)."""
+    for repo_id in sorted(set(repo_ids)):
+        db.execute(_BUMP, {"repo": repo_id})
 
 
 def _levels() -> str:

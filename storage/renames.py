@@ -110,6 +110,7 @@ def rename_repo(
         s.flush()
         chains = commit_rows.load_chains(s, new)
         commit_rows.reindex_repo(s, new, chains)
+        commit_rows.bump_index_version(s, [old, new])  # the old id's kept answers go too
         for record in records.values():
             restore_rows.index_restore(s, new, record, new=False)
         s.commit()

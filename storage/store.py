@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -20,6 +20,7 @@ from sqlalchemy.exc import DataError, IntegrityError, StatementError
 from sqlmodel import Session, col, select
 
 from storage import commit_rows, history_rows, restore_rows
+from storage.commit_answers import CommitAnswers
 from storage.engine import make_engine, migrate
 from storage.outbox import enqueue_advisory_event
 from storage.records import AdvisoryRecord, NewRevision, RepoRecord, RevisionRecord
@@ -58,6 +59,7 @@ class Store:
 
     def __init__(self, engine: Engine):
         self.engine = engine
+        self.commit_answers = CommitAnswers()  # this process's kept commit answers (issue 17)
 
     @property
     def dialect(self) -> str:
@@ -357,14 +359,16 @@ class Store:
             for record, _ in rev.advisory_updates:
                 restore_rows.index_restore(s, rev.repo_id, record, new=False)
             if chain_point:  # a branch, rewrite or merge: spans of the repo's advisories may move
-                commit_rows.reindex_repo(s, rev.repo_id, chains)
+                indexed = commit_rows.reindex_repo(s, rev.repo_id, chains)
             else:
-                commit_rows.reindex_repo(s, rev.repo_id, chains, pending_only=True)
+                indexed = commit_rows.reindex_repo(s, rev.repo_id, chains, pending_only=True)
                 if rev.advisory is not None:
                     commit_rows.index_new_advisory(s, rev.repo_id, rev.advisory, rev.sha, label, chains)
                 commit_rows.index_advisories(
                     s, rev.repo_id, {str(r["id"]): r for r, _ in rev.advisory_updates}, chains
                 )
+            if indexed or rev.advisory is not None or rev.advisory_updates:
+                commit_rows.bump_index_version(s, [rev.repo_id])
             if rev.unreachable:
                 s.execute(
                     update(RevisionRow)
@@ -527,6 +531,7 @@ class Store:
                 commit_rows.index_advisories(s, repo_id, records, commit_rows.load_chains(s, repo_id))
                 for record in records.values():
                     restore_rows.index_restore(s, repo_id, record, new=False)
+            commit_rows.bump_index_version(s, by_repo)
             s.commit()
 
     def advisories_affecting(self, shas: Iterable[str], *, full: bool = True) -> dict[str, list[dict[str, Any]]]:
@@ -535,11 +540,13 @@ class Store:
         with self.engine.connect() as conn:
             return commit_rows.affecting(conn, shas, full=full)
 
-    def advisories_affecting_json(self, shas: Iterable[str], *, brief: bool) -> dict[str, list[str]]:
+    def advisories_affecting_json(self, shas: Iterable[str], *, brief: bool) -> dict[str, Sequence[str]]:
         """``sha -> JSON texts`` of the live records holding it, as stored (no decode, no
-        encode; ``brief``: their ``{"id","modified"}``; see :func:`commit_rows.affecting_json`)."""
+        encode; ``brief``: their ``{"id","modified"}``): from the chains' answers kept in
+        memory and checked against the index version (:mod:`storage.commit_answers`), the
+        same as :func:`commit_rows.affecting_json`."""
         with self.engine.connect() as conn:
-            return commit_rows.affecting_json(conn, shas, brief=brief)
+            return self.commit_answers.answer(conn, shas, brief=brief)
 
     def commits_held(self, advisory_id: str, *, limit: int) -> list[str]:
         """Stored commits the advisory's GIT ranges hold (at most ``limit``), from the index."""

@@ -44,7 +44,8 @@ class RevisionRow(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("repo_id", "sha", name="uq_revisions_repo_sha"),
         Index("ix_revisions_repo_seq", "repo_id", "seq"),
-        Index("ix_revisions_sha", "sha"),
+        # a commit query's labels from the index alone (issue 17)
+        Index("ix_revisions_sha_label", "sha", "repo_id", "chain", "chain_pos"),
         Index("ix_revisions_chain", "repo_id", "chain", "chain_pos"),
     )
 
@@ -100,6 +101,16 @@ class AdvisorySpanRow(SQLModel, table=True):
     # the advisory's ``{"id","modified"}`` as a querybatch answers it; NULL while withdrawn.
     # Written with the spans, which every edit of the record rewrites.
     brief: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+
+
+class CommitIndexVersionRow(SQLModel, table=True):
+    """A counter per repo, raised in the transaction that rewrites any of its advisory spans
+    or records: what an API process checks before it answers from its own memory (issue 17)."""
+
+    __tablename__ = "commit_index_versions"
+
+    repo_id: str = Field(primary_key=True, max_length=200)  # no foreign key: outlives a rename
+    version: int = Field(default=0, sa_type=BigInteger)
 
 
 class AdvisoryRestoreRow(SQLModel, table=True):

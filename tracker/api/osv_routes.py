@@ -256,7 +256,7 @@ def answer_batch(reader: AdvisoryReader, queries: Sequence[Query], deadline: flo
     return out
 
 
-def commit_answers(reader: AdvisoryReader, commits: Sequence[str], brief: bool) -> dict[str, list[str]]:
+def commit_answers(reader: AdvisoryReader, commits: Sequence[str], brief: bool) -> dict[str, Sequence[str]]:
     """``commit -> JSON texts`` of the live records holding it (one index look-up)."""
     return reader.affecting_json(commits, brief=brief)
 

@@ -43,7 +43,7 @@ class AdvisoryReader(Protocol):
 
     def affecting(self, shas: Iterable[str], *, full: bool = True) -> dict[str, list[dict[str, Any]]]: ...
 
-    def affecting_json(self, shas: Iterable[str], *, brief: bool) -> dict[str, list[str]]: ...
+    def affecting_json(self, shas: Iterable[str], *, brief: bool) -> dict[str, Sequence[str]]: ...
 
 
 class MemoryAdvisoryReader:
@@ -95,7 +95,7 @@ class MemoryAdvisoryReader:
             ]
         return out
 
-    def affecting_json(self, shas: Iterable[str], *, brief: bool) -> dict[str, list[str]]:
+    def affecting_json(self, shas: Iterable[str], *, brief: bool) -> dict[str, Sequence[str]]:
         out = {}
         for sha, records in self.affecting(shas).items():
             live = {str(r["id"]): r for r in records if not r.get("withdrawn")}

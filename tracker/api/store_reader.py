@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from storage.renames import canonical_id
@@ -44,7 +44,7 @@ class StoreAdvisoryReader:
     def affecting(self, shas: Iterable[str], *, full: bool = True) -> dict[str, list[dict[str, Any]]]:
         return self.store.advisories_affecting(shas, full=full)
 
-    def affecting_json(self, shas: Iterable[str], *, brief: bool) -> dict[str, list[str]]:
+    def affecting_json(self, shas: Iterable[str], *, brief: bool) -> dict[str, Sequence[str]]:
         return self.store.advisories_affecting_json(shas, brief=brief)
 
     def ancestors_of(self, sha: str) -> set[str]:

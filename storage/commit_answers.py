@@ -1,0 +1,253 @@
+"""Commit queries answered from memory: per chain, its segments and their advisories (issue 17).
+
+What holds a commit depends only on its label ``(repo, chain, pos)`` and the chain's spans,
+and positions between two span boundaries share one answer. So the API keeps, per chain,
+the sorted boundaries and per segment the live advisories' briefs (``{"id","modified"}``,
+sorted by id), built on first use from the chain's spans (one indexed read). A query is then
+one statement for a whole batch: each commit's labels (a commit may be stored in several
+repos) and its repo's ``commit_index_versions`` counter, which every write of the repo's
+spans or records raises in its own transaction; a chain kept under another version is read
+again. Nothing is stale past the next query, whichever process wrote. Full records (what
+``/v1/query`` splices) are kept by ``(repo, version, id)``.
+
+Memory is bounded: both caches are LRUs by estimated bytes; a chain whose segments would
+exceed ``MAX_CHAIN_BYTES`` (many long overlapping ranges: segments x depth) is answered by
+the SQL path (:func:`storage.commit_rows.affecting_json`), as are the commits it labels.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from storage import commit_rows
+
+CACHE_BYTES = 96 * 2**20  # chains' segments, all repos together
+RECORD_CACHE_BYTES = 64 * 2**20  # full records' stored JSON text
+MAX_CHAIN_BYTES = 16 * 2**20  # one chain larger than this is not kept: the SQL path answers
+_CHUNK = 1000  # commits per label statement (a querybatch's whole size)
+_SEGMENT_BYTES = 56 + 8 + 32  # a tuple, its slot in the list, its start position
+_SLOT_BYTES = 8
+
+Label = tuple[str, int, int, int]  # repo, chain, pos, version
+
+
+@dataclass(slots=True)
+class ChainAnswers:
+    """One chain's answers at one index version: segment ``i`` holds positions
+    ``[starts[i], starts[i + 1])`` and is answered by ``segments[i]``."""
+
+    version: int
+    starts: list[int]
+    segments: list[tuple[str, ...]]  # live briefs, sorted by advisory id
+    ids: dict[str, str]  # brief -> advisory id
+    size: int  # estimated bytes
+
+    def at(self, pos: int) -> tuple[str, ...]:
+        i = bisect.bisect_right(self.starts, pos) - 1
+        return self.segments[i] if i >= 0 else ()
+
+
+_TOO_BIG = "too big"  # a chain answered by SQL at this version
+
+
+class _Lru:
+    """An LRU of estimated byte sizes, safe across the API's worker threads."""
+
+    def __init__(self, limit: int):
+        self.limit, self.used = limit, 0
+        self.items: OrderedDict[Any, tuple[Any, int]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self.lock:
+            hit = self.items.get(key)
+            if hit is None:
+                return None
+            self.items.move_to_end(key)
+            return hit[0]
+
+    def put(self, key: Any, value: Any, size: int) -> None:
+        if size > self.limit:
+            return
+        with self.lock:
+            old = self.items.pop(key, None)
+            if old is not None:
+                self.used -= old[1]
+            self.items[key] = (value, size)
+            self.used += size
+            while self.used > self.limit:
+                _, (_, freed) = self.items.popitem(last=False)
+                self.used -= freed
+
+
+def build_chain(version: int, spans: Iterable[tuple[str, int, int, str | None]],
+                max_bytes: int = MAX_CHAIN_BYTES) -> ChainAnswers | None:
+    """The segments of one chain's spans ``(advisory id, start, end, brief)``; a span
+    without a brief (its record withdrawn) holds nothing. None: over ``max_bytes``."""
+    ids: dict[str, str] = {}
+    deltas: dict[int, dict[str, int]] = {}
+    for adv_id, start, end, brief in set(spans):  # a span is filed under one or two buckets
+        if brief is None:
+            continue
+        ids[brief] = adv_id
+        at_start = deltas.setdefault(start, {})
+        at_start[brief] = at_start.get(brief, 0) + 1
+        at_end = deltas.setdefault(end, {})
+        at_end[brief] = at_end.get(brief, 0) - 1
+    size = sum(100 + 2 * len(b) for b in ids)
+    active: dict[str, int] = {}  # brief -> spans of its advisory holding this segment
+    starts: list[int] = []
+    segments: list[tuple[str, ...]] = []
+    key = ids.__getitem__
+    for pos in sorted(deltas):
+        for brief, d in deltas[pos].items():
+            n = active.get(brief, 0) + d
+            if n:
+                active[brief] = n
+            else:
+                active.pop(brief, None)
+        segment = tuple(sorted(active, key=key))
+        if segments and segments[-1] == segment:
+            continue
+        starts.append(pos)
+        segments.append(segment)
+        size += _SEGMENT_BYTES + _SLOT_BYTES * len(segment)
+        if size > max_bytes:
+            return None
+    return ChainAnswers(version, starts, segments, ids, size)
+
+
+class CommitAnswers:
+    """The caches of one process (the API's store); :meth:`answer` is ``affecting_json``'s
+    contract, answered from them."""
+
+    def __init__(self, cache_bytes: int = CACHE_BYTES, record_bytes: int = RECORD_CACHE_BYTES,
+                 max_chain_bytes: int = MAX_CHAIN_BYTES):
+        self.chains = _Lru(cache_bytes)
+        self.records = _Lru(record_bytes)
+        self.max_chain_bytes = min(max_chain_bytes, cache_bytes)
+
+    def answer(self, conn: Any, shas: Iterable[str], *, brief: bool) -> dict[str, Sequence[str]]:
+        """``sha -> JSON texts`` of the live records whose GIT ranges hold it, sorted by id:
+        each record's brief, or (``brief=False``) its stored text."""
+        wanted = sorted({s.lower() for s in shas})
+        cursor = conn.connection.cursor()  # the driver's own rows
+        try:
+            labels = _labels(cursor, _mark(conn), wanted)
+            chains: dict[tuple[str, int], ChainAnswers | None] = {}
+            for repo, chain, _pos, version in {lab for labs in labels.values() for lab in labs}:
+                if (repo, chain) not in chains:
+                    chains[(repo, chain)] = self._chain(cursor, _mark(conn), repo, chain, version)
+            out: dict[str, Sequence[str]] = {}
+            full: dict[str, list[tuple[str, str, int]]] = {}  # sha -> (id, repo, version), by id
+            slow: list[str] = []
+            for sha in wanted:
+                held = labels.get(sha)
+                if not held:
+                    out[sha] = []
+                    continue
+                parts = [(lab, chains[(lab[0], lab[1])]) for lab in held]
+                if any(c is None for _, c in parts):
+                    slow.append(sha)
+                elif brief and len(parts) == 1:
+                    lab, c = parts[0]
+                    assert c is not None
+                    out[sha] = c.at(lab[2])
+                else:  # stored in several repos (the union, by id), or full records wanted
+                    merged: dict[str, tuple[str, str, int]] = {}
+                    for lab, c in parts:
+                        assert c is not None
+                        for b in c.at(lab[2]):
+                            merged.setdefault(c.ids[b], (b, lab[0], lab[3]))
+                    if brief:
+                        out[sha] = [merged[k][0] for k in sorted(merged)]
+                    else:
+                        full[sha] = [(k, merged[k][1], merged[k][2]) for k in sorted(merged)]
+            if full:
+                out.update(self._records(cursor, _mark(conn), full))
+        finally:
+            cursor.close()
+        if slow:
+            out.update(commit_rows.affecting_json(conn, slow, brief=brief))
+        return out
+
+    def _chain(self, cursor: Any, mark: str, repo: str, chain: int, version: int) -> ChainAnswers | None:
+        key = (repo, chain)
+        hit = self.chains.get(key)
+        if isinstance(hit, ChainAnswers) and hit.version == version:
+            return hit
+        if isinstance(hit, tuple) and hit == (_TOO_BIG, version):
+            return None
+        cursor.execute(
+            f"SELECT advisory_id, start_pos, end_pos, brief FROM advisory_spans WHERE repo_id = {mark}"
+            f" AND chain = {mark}", (repo, chain)
+        )
+        built = build_chain(version, cursor.fetchall(), self.max_chain_bytes)
+        if built is None:
+            self.chains.put(key, (_TOO_BIG, version), 100)
+        else:
+            self.chains.put(key, built, built.size)
+        return built
+
+    def _records(self, cursor: Any, mark: str,
+                 held: dict[str, list[tuple[str, str, int]]]) -> dict[str, Sequence[str]]:
+        """Each held advisory's stored record text (kept by repo, version and id); one
+        withdrawn since its spans were read is left out."""
+        found: dict[tuple[str, str, int], str | None] = {}
+        missing: list[tuple[str, str, int]] = []
+        for key in {key for keys in held.values() for key in keys}:
+            hit = self.records.get(key)
+            if hit is None:
+                missing.append(key)
+            else:
+                found[key] = hit[0]
+        text = "record" if mark == "?" else "record::text"
+        for i in range(0, len(missing), _CHUNK):
+            chunk = missing[i : i + _CHUNK]
+            ids = sorted({k[0] for k in chunk})
+            cursor.execute(
+                f"SELECT id, {text}, withdrawn IS NOT NULL FROM advisories WHERE id {_in(mark, len(ids))}",
+                _args(mark, ids),
+            )
+            rows = {adv_id: (None if gone else record) for adv_id, record, gone in cursor.fetchall()}
+            for key in chunk:
+                record = rows.get(key[0])
+                found[key] = record
+                self.records.put(key, (record,), 100 + (len(record) if record else 0))
+        return {sha: [r for key in keys if (r := found[key]) is not None] for sha, keys in held.items()}
+
+
+def _mark(conn: Any) -> str:
+    return "?" if conn.dialect.paramstyle == "qmark" else "%s"
+
+
+def _in(mark: str, n: int) -> str:
+    """``IN (?, ...)`` on SQLite; ``= ANY(%s)``, one array parameter, on PostgreSQL (psycopg
+    would parse a thousand placeholders per statement)."""
+    return f"IN ({', '.join([mark] * n)})" if mark == "?" else "= ANY(%s)"
+
+
+def _args(mark: str, values: Sequence[str]) -> tuple[Any, ...]:
+    return tuple(values) if mark == "?" else (list(values),)
+
+
+def _labels(cursor: Any, mark: str, shas: Sequence[str]) -> dict[str, list[Label]]:
+    """``sha -> [(repo, chain, pos, version)]``: its labels in every repo that stored it, and
+    the repo's index version, read in one statement (so the version is the labels' own)."""
+    out: dict[str, list[Label]] = {}
+    for i in range(0, len(shas), _CHUNK):
+        chunk = shas[i : i + _CHUNK]
+        cursor.execute(
+            "SELECT r.sha, r.repo_id, r.chain, r.chain_pos, v.version FROM revisions r"
+            " LEFT JOIN commit_index_versions v ON v.repo_id = r.repo_id"
+            f" WHERE r.sha {_in(mark, len(chunk))} AND r.chain IS NOT NULL",
+            _args(mark, chunk),
+        )
+        for sha, repo, chain, pos, version in cursor.fetchall():
+            out.setdefault(sha, []).append((repo, chain, pos, version or 0))
+    return out

@@ -1,0 +1,202 @@
+"""Commit answers kept in memory (storage.commit_answers) equal the SQL path's, and follow
+every write at once (issue 17).
+
+Random histories (branches, merges, commits stored in two repos) and advisories (introduced,
+fixed, last_affected, limit; edited, withdrawn, restored) are written through the store as
+the daemon writes them; after each write the store's kept answers (``/v1/query`` and
+``/v1/querybatch`` read them) are compared with :func:`storage.commit_rows.affecting_json`,
+one SQL statement over the span index, on SQLite and PostgreSQL, with caches small enough
+to evict and chains too large to keep. A writer in another process is seen by the next query.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+import textwrap
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from storage.commit_answers import CommitAnswers, build_chain
+from storage.commit_index import OPEN
+from storage.commit_rows import affecting_json
+from storage.records import NewRevision
+
+WHEN = datetime(2024, 1, 1, tzinfo=UTC)
+ROOT = Path(__file__).resolve().parents[2]
+_runs = itertools.count()
+
+
+def _record(adv_id: str, events: list[dict[str, str]], **extra: Any) -> dict[str, Any]:
+    return {
+        "id": adv_id, "modified": "2024-01-01T00:00:00Z", "published": "2024-01-01T00:00:00Z",
+        "affected": [{"ranges": [{"type": "GIT", "repo": "https://example.invalid/r", "events": events}]}],
+        "database_specific": {"severity": "HIGH"}, **extra,
+    }
+
+
+def _store(store: Any, repo: str, sha: str, parents: tuple[str, ...], advisory: dict[str, Any] | None = None,
+           updates: tuple[tuple[dict[str, Any], str], ...] = ()) -> None:
+    store.record_revision(NewRevision(
+        repo_id=repo, sha=sha, parent=parents[0] if parents else None, parents=parents, committed_at=WHEN,
+        title=sha[:8], message="", authors=(), changes=(), severity=None, tree=None, advisory=advisory,
+        advisory_updates=updates, new_head=sha,
+    ))
+
+
+def _agree(store: Any, shas: list[str]) -> int:
+    """The kept answers equal the SQL path's, full and brief; returns how many were held."""
+    held = 0
+    for brief in (True, False):
+        kept = store.advisories_affecting_json(shas, brief=brief)
+        with store.engine.connect() as conn:
+            want = affecting_json(conn, shas, brief=brief)
+        assert {sha: list(texts) for sha, texts in kept.items()} == want
+        held += sum(len(t) for t in want.values())
+    return held
+
+
+# one step of a random history: a commit (its parents drawn from the commits so far, and an
+# advisory introduced at it or at an earlier commit), or an edit of an advisory
+_step = st.tuples(
+    st.sampled_from(["commit", "commit", "commit", "merge", "branch", "fix", "limit", "last", "withdraw",
+                     "restore", "intro0"]),
+    st.integers(0, 10**6), st.integers(0, 10**6), st.booleans(),
+)
+
+
+@pytest.mark.parametrize("sizes", [None, (4_000, 2_000, 600)], ids=["default", "evicting"])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(_step, min_size=4, max_size=22))
+def test_kept_answers_equal_the_sql_path_after_every_write(store: Any, sizes: Any, steps: list[Any]) -> None:
+    if sizes is not None:
+        store.commit_answers = CommitAnswers(*sizes)  # evicts, and keeps no chain over 600 bytes
+    run = next(_runs)
+    repos = [f"org/h{run}", f"org/h{run}-fork"]
+    for repo in repos:
+        store.add_repo(repo, source=repo, source_kind="hub")
+    commits: list[str] = []
+    tips: dict[str, str] = {}
+    records: dict[str, tuple[str, dict[str, Any]]] = {}  # id -> (repo, record)
+    for n, (kind, a, b, flag) in enumerate(steps):
+        sha = f"{run:08x}{n:032x}"
+        if kind in ("commit", "merge", "branch", "intro0") or not records:
+            parents: tuple[str, ...] = ()
+            if commits:
+                parents = (tips[repos[0]] if kind != "branch" else commits[a % len(commits)],)
+                other = commits[b % len(commits)]
+                if kind == "merge" and other != parents[0]:
+                    parents = (parents[0], other)
+            # the same commit in the fork too (a linear copy): answers from both repos, by id
+            homes = [repos[0], repos[1]] if a % 3 == 0 else [repos[0]]
+            for home in homes:
+                advisory = None
+                if flag or kind == "intro0":
+                    at = "0" if kind == "intro0" else (commits[b % len(commits)] if commits and a % 2 else sha)
+                    advisory = _record(f"x_T-{run}-{n:03d}-{home[-4:]}", [{"introduced": at}])
+                    records[advisory["id"]] = (home, advisory)
+                _store(store, home, sha, parents if home == repos[0] else tuple(t for t in [tips.get(home)] if t),
+                       advisory)
+                tips[home] = sha
+            commits.append(sha)
+        else:
+            adv_id = sorted(records)[a % len(records)]
+            home, old = records[adv_id]
+            events = list(old["affected"][0]["ranges"][0]["events"])
+            extra = {"withdrawn": old["withdrawn"]} if "withdrawn" in old else {}
+            target = commits[b % len(commits)]
+            stamp = f"2024-01-01T00:{n:02d}:00Z"
+            if kind in ("fix", "limit", "last"):
+                events.append({{"fix": "fixed", "limit": "limit", "last": "last_affected"}[kind]: target})
+            elif kind == "withdraw":
+                extra = {"withdrawn": stamp}
+            else:
+                extra = {}
+            rec = _record(adv_id, events, **extra) | {"modified": stamp}
+            records[adv_id] = (home, rec)
+            if flag:  # as the lifecycle edits: with the repo's next revision
+                _store(store, home, sha, (tips[home],), updates=((rec, kind),))
+                tips[home] = sha
+                commits.append(sha)
+            else:
+                store.update_advisories([(rec, kind)])
+        _agree(store, [*commits, "f" * 40])
+
+
+def test_a_write_in_another_process_is_seen_by_the_next_query(db_url: str) -> None:
+    """The daemon and the API are separate processes: a new advisory, a fixed event and a
+    withdrawal written by another one reach the next query, never a kept answer."""
+    from storage import open_store
+
+    store = open_store(db_url)
+    repo = "org/two-processes"
+    store.add_repo(repo, source=repo, source_kind="hub")
+    shas = [f"{i:040x}" for i in range(1, 7)]
+    for i, sha in enumerate(shas):
+        _store(store, repo, sha, (shas[i - 1],) if i else ())
+    writer = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import json, sys
+            sys.path.insert(0, {str(ROOT)!r})
+            from storage import open_store
+            from tests.storage.test_commit_answers import _record, _store
+            store = open_store({db_url!r})
+            for line in sys.stdin:
+                step = json.loads(line)
+                if step["kind"] == "new":
+                    _store(store, {repo!r}, step["sha"], (step["parent"],), _record("x_T-2P", [{{"introduced": step["at"]}}]))
+                else:
+                    store.update_advisories([(step["record"], step["kind"])])
+                print("done", flush=True)
+        """)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+    )
+    assert writer.stdin is not None and writer.stdout is not None
+
+    def write(step: dict[str, Any]) -> None:
+        writer.stdin.write(json.dumps(step) + "\n")  # type: ignore[union-attr]
+        writer.stdin.flush()  # type: ignore[union-attr]
+        assert writer.stdout.readline().strip() == "done"  # type: ignore[union-attr]
+
+    def held() -> dict[str, list[str]]:
+        texts = store.advisories_affecting_json(shas, brief=True)
+        return {sha: [json.loads(t)["modified"] for t in texts[sha]] for sha in shas}
+
+    try:
+        assert held() == {sha: [] for sha in shas}  # kept: every chain answered from memory
+        new = f"{7:040x}"
+        write({"kind": "new", "sha": new, "parent": shas[-1], "at": shas[2]})
+        assert held() == {sha: ["2024-01-01T00:00:00Z"] if i >= 2 else [] for i, sha in enumerate(shas)}
+        fixed = _record("x_T-2P", [{"introduced": shas[2]}, {"fixed": shas[4]}]) | {"modified": "2024-01-02T00:00:00Z"}
+        write({"kind": "fixed", "record": fixed})
+        assert held() == {sha: ["2024-01-02T00:00:00Z"] if i in (2, 3) else [] for i, sha in enumerate(shas)}
+        full = store.advisories_affecting_json([shas[3]], brief=False)[shas[3]]
+        assert [json.loads(t)["affected"][0]["ranges"][0]["events"][-1] for t in full] == [{"fixed": shas[4]}]
+        write({"kind": "withdrawn", "record": fixed | {"withdrawn": "2024-01-03T00:00:00Z",
+                                                     "modified": "2024-01-03T00:00:00Z"}})
+        assert held() == {sha: [] for sha in shas}
+        assert store.advisories_affecting_json([shas[3]], brief=False)[shas[3]] == []
+    finally:
+        writer.stdin.close()
+        writer.wait(30)
+        store.close()
+
+
+def test_segments_of_overlapping_spans() -> None:
+    """Boundaries where the set changes; an advisory's overlapping spans count once; a
+    withdrawn one (no brief) holds nothing; too large a chain is not kept."""
+    a, b = '{"id":"a"}', '{"id":"b"}'
+    spans = [("b", 0, 10, b), ("b", 5, 20, b), ("a", 3, OPEN, a), ("c", 4, 8, None), ("b", 0, 10, b)]
+    chain = build_chain(7, spans)
+    assert chain is not None
+    assert [(p, chain.at(p)) for p in (0, 2, 3, 9, 19, 20, 10**9)] == [
+        (0, (b,)), (2, (b,)), (3, (a, b)), (9, (a, b)), (19, (a, b)), (20, (a,)), (10**9, (a,))]
+    assert chain.at(-1) == ()
+    assert build_chain(7, spans, max_bytes=100) is None
