@@ -9,11 +9,15 @@ revision restores the content. The commit index is then built by the migration's
 (``storage.commit_rows.rebuild``), timed. The real app (``tracker.api.app.create_app``) runs
 under uvicorn in a child process; the load comes from this process over 16 keep-alive
 connections (a minimal asyncio HTTP/1.1 client, so the client costs little CPU), each
-request timed. Server CPU is read from /proc for the child. Prints each goal beside its
-measurement.
+request timed. Server CPU is read from /proc for the child; seeding and the index build
+give their CPU beside their wall time (this process's, and PostgreSQL's backends'). Prints
+each goal beside its measurement. Progress lines go to stderr as it runs; the report so far
+is rewritten after every step to ``--out`` (and ``--out``.json), and printed at the end even
+when a later step fails, so a long run keeps what it measured.
 
     .venv/bin/python benchmarks/api.py                                   # both, 100 x 1,000
     .venv/bin/python benchmarks/api.py --db sqlite --repos 10 --per-repo 200 --requests 300
+    .venv/bin/python benchmarks/api.py --repos 100 --per-repo 10000 --advisory-every 30 --seed-only
 
 PostgreSQL: ``--pg-admin-url`` (default ``HUBWATCH_TEST_PG`` or 127.0.0.1:5432/test); a
 throwaway database is created and dropped.
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -33,7 +38,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -65,23 +70,29 @@ def sha_of(repo: int, i: int) -> str:
     return f"{repo:08x}{i:032x}"
 
 
-def seed(store: Store, repos: int, per_repo: int, every: int, rng: random.Random) -> dict[str, int]:
-    """Linear histories with realistic records; returns counts."""
+def seed(store: Store, repos: int, per_repo: int, every: int, rng: random.Random,
+         progress: Callable[[str], None] = lambda _m: None) -> dict[str, int]:
+    """Linear histories with realistic records; returns counts. Rows are tuples in column
+    order, their JSON columns encoded here (constant ones once: json.dumps, as the ORM's JSON
+    type writes them), so the bulk insert binds them as they are."""
     t0 = datetime(2024, 1, 1, tzinfo=UTC)
     rev_t, ch_t, adv_t = (RevisionRow.__table__, ChangeRow.__table__, AdvisoryRow.__table__)  # type: ignore[attr-defined]
     counts = {"revisions": 0, "advisories": 0, "fixed": 0}
     rev_id = 0
+    authors, topics, detail = json.dumps(["bench"]), json.dumps(list(CHANGE.topics)), json.dumps(CHANGE.detail)
+    started = time.perf_counter()
     for r in range(repos):
         repo_id = f"bench/model-{r:05d}"
         url = f"https://huggingface.co/{repo_id}"
         with store.session() as s:
             s.add(RepoRow(id=repo_id, source=repo_id, source_kind="hub", added_at=t0, head_sha=sha_of(r, per_repo)))
             s.commit()
+        shas = [sha_of(r, i) for i in range(per_repo + 1)]
         revs, changes, advs = [], [], []
         fixes: dict[int, int] = {}  # advisory revision -> fixing revision
         for i in range(1, per_repo + 1):
             rev_id += 1
-            sha, parent = sha_of(r, i), (sha_of(r, i - 1) if i > 1 else None)
+            sha, parent = shas[i], (shas[i - 1] if i > 1 else None)
             when = t0 + timedelta(minutes=i)
             record = None
             if parent and i % every == 0:
@@ -94,26 +105,24 @@ def seed(store: Store, repos: int, per_repo: int, every: int, rng: random.Random
                 )
                 fix_at = i + rng.randint(1, 50)
                 if record is not None and rng.random() < 0.85 and fix_at <= per_repo and fix_at not in fixes.values():
-                    record = add_fixed(record, sha_of(r, fix_at), when + timedelta(minutes=fix_at - i))
+                    record = add_fixed(record, shas[fix_at], when + timedelta(minutes=fix_at - i))
                     fixes[i] = fix_at
-            revs.append({"id": rev_id, "repo_id": repo_id, "sha": sha, "seq": i, "parent": parent,
-                         "parents": [parent] if parent else [], "committed_at": when, "title": f"Update {i}",
-                         "message": f"Update {i}", "authors": ["bench"], "severity": "MODERATE" if record else None,
-                         "advisory_id": record["id"] if record else None, "tree_key": None, "reachable": True,
-                         "error": None, "chain_hash": f"{rev_id:064x}", "recorded_at": when})
-            changes.append({"revision_id": rev_id, "idx": 0, "kind": "config", "path": "config.json",
-                            "summary": CHANGE.summary, "severity": "MODERATE", "topics": list(CHANGE.topics),
-                            "detail": CHANGE.detail})
+            title = f"Update {i}"
+            revs.append((rev_id, repo_id, sha, i, parent, f'["{parent}"]' if parent else "[]", when, title, title,
+                         authors, "MODERATE" if record else None, record["id"] if record else None, None, True, None,
+                         f"{rev_id:064x}", when))
+            changes.append((rev_id, 0, "config", "config.json", CHANGE.summary, "MODERATE", topics, detail))
             if i % 2 == 0:
-                changes.append({"revision_id": rev_id, "idx": 1, "kind": "other", "path": "README.md",
-                                "summary": "README.md modified", "severity": None, "topics": [], "detail": {}})
+                changes.append((rev_id, 1, "other", "README.md", "README.md modified", None, "[]", "{}"))
             if record:
-                advs.append({"id": record["id"], "repo_id": repo_id, "sha": sha, "severity": "MODERATE",
-                             "published": when, "modified": when, "withdrawn": None, "record": record})
-        bulk_insert(store, [(rev_t, revs), (ch_t, changes), (adv_t, advs)])
+                advs.append((record["id"], repo_id, sha, "MODERATE", when, when, None, json.dumps(record)))
+        bulk_insert(store, [(rev_t, REV_COLUMNS, revs), (ch_t, CHANGE_COLUMNS, changes), (adv_t, ADV_COLUMNS, advs)])
         counts["revisions"] += len(revs)
         counts["advisories"] += len(advs)
         counts["fixed"] += len(fixes)
+        if (r + 1) % max(1, repos // 10) == 0 or r + 1 == repos:
+            progress(f"seeded {r + 1}/{repos} repos, {counts['revisions']:,} revisions, "
+                     f"{time.perf_counter() - started:.1f} s")
     with store.engine.begin() as c:
         if store.dialect == "postgresql":
             c.exec_driver_sql("SELECT setval(pg_get_serial_sequence('revisions', 'id'), (SELECT max(id) FROM revisions))")
@@ -121,39 +130,42 @@ def seed(store: Store, repos: int, per_repo: int, every: int, rng: random.Random
     return counts
 
 
-def bulk_insert(store: Store, batches: list[tuple[Any, list[dict[str, Any]]]]) -> None:
-    """Rows into tables in one transaction: COPY on PostgreSQL, the driver's executemany on
-    SQLite, values bound by each column's own type (as the ORM would store them)."""
+REV_COLUMNS = ("id", "repo_id", "sha", "seq", "parent", "parents", "committed_at", "title", "message", "authors",
+               "severity", "advisory_id", "tree_key", "reachable", "error", "chain_hash", "recorded_at")
+CHANGE_COLUMNS = ("revision_id", "idx", "kind", "path", "summary", "severity", "topics", "detail")
+ADV_COLUMNS = ("id", "repo_id", "sha", "severity", "published", "modified", "withdrawn", "record")
+
+
+def bulk_insert(store: Store, batches: list[tuple[Any, Sequence[str], list[tuple[Any, ...]]]]) -> None:
+    """Rows (tuples in ``columns`` order, JSON columns already encoded) into tables in one
+    transaction: COPY on PostgreSQL, the driver's executemany on SQLite, other values bound
+    by each column's own type (as the ORM would store them)."""
     raw = store.engine.raw_connection()
-    if store.dialect != "postgresql":
-        try:
-            cur = raw.cursor()
-            for table, rows in batches:
-                if not rows:
-                    continue
-                names = list(rows[0])
-                binds = [table.c[n].type.bind_processor(store.engine.dialect) for n in names]
-                sql = f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
-                cur.executemany(sql, [tuple(v if b is None else b(v) for v, b in zip(row.values(), binds, strict=True))
-                                      for row in rows])
-            raw.commit()
-        finally:
-            raw.close()
-        return
     try:
-        with raw.cursor() as cur:  # type: ignore[attr-defined]
-            for table, rows in batches:
-                if not rows:
-                    continue
-                names = list(rows[0])
-                json_cols = {c.name for c in table.columns if isinstance(c.type, JSON)}
+        cur = raw.cursor()
+        for table, names, rows in batches:
+            if not rows:
+                continue
+            if store.dialect == "postgresql":
                 with cur.copy(f"COPY {table.name} ({', '.join(names)}) FROM STDIN") as copy:
                     for row in rows:
-                        copy.write_row([json.dumps(row[n]) if n in json_cols and row[n] is not None else row[n]
-                                        for n in names])
+                        copy.write_row(row)
+                continue
+            binds = [(j, b) for j, n in enumerate(names) if not isinstance(table.c[n].type, JSON)
+                     and (b := table.c[n].type.bind_processor(store.engine.dialect)) is not None]
+            sql = f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+            cur.executemany(sql, [_bound(row, binds) for row in rows] if binds else rows)
+        cur.close()
         raw.commit()
     finally:
         raw.close()
+
+
+def _bound(row: tuple[Any, ...], binds: list[tuple[int, Callable[[Any], Any]]]) -> tuple[Any, ...]:
+    out = list(row)
+    for j, bind in binds:
+        out[j] = bind(out[j])
+    return tuple(out)
 
 
 # --- the server, in a child process -----------------------------------------------------------
@@ -274,22 +286,33 @@ async def _many(
 # --- one database -----------------------------------------------------------------------------
 
 
-def run(url: str, *, repos: int, per_repo: int, every: int = 3, requests: int = 2000) -> dict[str, Any]:
+Checkpoint = Callable[[dict[str, Any]], None]
+
+
+def run(url: str, *, repos: int, per_repo: int, every: int = 3, requests: int = 2000, seed_only: bool = False,
+        progress: Callable[[str], None] = lambda _m: None, checkpoint: Checkpoint = lambda _r: None) -> dict[str, Any]:
+    """One database: seed, build the index, load each route; ``checkpoint`` gets the results
+    so far after every step (a long run that fails later keeps what it measured)."""
     rng = random.Random(7)
     store = open_store(url)
+    out: dict[str, Any] = {"database": store.dialect, "repos": repos}
     try:
-        t = time.perf_counter()
-        counts = seed(store, repos, per_repo, every, rng)
-        seed_s = time.perf_counter() - t
-        t = time.perf_counter()
-        with store.engine.begin() as conn:
+        progress(f"{store.dialect}: seeding {repos:,} repos x {per_repo:,} revisions")
+        with timed(store) as seed_t:
+            counts = seed(store, repos, per_repo, every, rng, lambda m: progress(f"{store.dialect}: {m}"))
+        out |= counts | {"seed_s": seed_t["wall_s"], "seed_cpu_s": seed_t["cpu_s"], "seed_db_cpu_s": seed_t["db_cpu_s"]}
+        progress(f"{store.dialect}: {steps_line(out)}; building the commit index")
+        with timed(store) as index_t, store.engine.begin() as conn:
             rebuild(conn)
-        index_s = time.perf_counter() - t
+        out |= {"index_s": index_t["wall_s"], "index_cpu_s": index_t["cpu_s"], "index_db_cpu_s": index_t["db_cpu_s"]}
         with store.engine.begin() as conn:
             conn.exec_driver_sql("ANALYZE")
-        dialect = store.dialect
     finally:
         store.close()
+    progress(f"{out['database']}: {steps_line(out)}")
+    checkpoint(out)
+    if seed_only:
+        return out
 
     def any_commit() -> str:
         return sha_of(rng.randrange(repos), rng.randint(1, per_repo))
@@ -311,18 +334,63 @@ def run(url: str, *, repos: int, per_repo: int, every: int = 3, requests: int = 
         repo = f"bench/model-{rng.randrange(repos):05d}"
         return "GET", f"/repos/{repo}?limit={PAGE}&cursor={rng.randint(PAGE + 1, per_repo + 1)}", b""
 
-    out: dict[str, Any] = {"database": dialect, **counts, "repos": repos, "seed_s": seed_s, "index_s": index_s}
+    def measure(name: str, port: int, pid: int, make: Callable[[], Request], count: int, connections: int) -> None:
+        progress(f"{out['database']}: {name}: {count} requests over {connections} connection(s)")
+        m = out[name] = load(port, pid, make, count, connections)
+        progress(f"{out['database']}: {name}: {m['req_per_s']:.0f} req/s, p50 {m['p50_ms']:.1f} ms, "
+                 f"p99 {m['p99_ms']:.1f} ms, server CPU {m['server_cpu_ms_per_req']:.2f} ms/req, "
+                 f"{m['refused_429']} answered 429")
+        checkpoint(out)
+
     with server(url, trivial=True) as (port, pid):
-        out["trivial"] = load(port, pid, lambda: ("GET", "/trivial", b""), requests, CONNECTIONS)
+        measure("trivial", port, pid, lambda: ("GET", "/trivial", b""), requests, CONNECTIONS)
     with server(url) as (port, pid):
-        out["healthz"] = load(port, pid, lambda: ("GET", "/healthz", b""), requests, CONNECTIONS)
-        out["history page, newest"] = load(port, pid, newest, requests, CONNECTIONS)
-        out["history page"] = load(port, pid, history, requests, CONNECTIONS)
-        out["history page, HTML"] = load(port, pid, html, max(16, requests // 4), CONNECTIONS)
-        out["commit query"] = load(port, pid, commit_query, requests, CONNECTIONS)
-        out["querybatch 1000"] = load(port, pid, batch, max(4, requests // 20), CONNECTIONS)
-        out["querybatch 1000, 1 connection"] = load(port, pid, batch, max(2, requests // 40), 1)
+        measure("healthz", port, pid, lambda: ("GET", "/healthz", b""), requests, CONNECTIONS)
+        measure("history page, newest", port, pid, newest, requests, CONNECTIONS)
+        measure("history page", port, pid, history, requests, CONNECTIONS)
+        measure("history page, HTML", port, pid, html, max(16, requests // 4), CONNECTIONS)
+        measure("commit query", port, pid, commit_query, requests, CONNECTIONS)
+        measure("querybatch 1000", port, pid, batch, max(4, requests // 20), CONNECTIONS)
+        measure("querybatch 1000, 1 connection", port, pid, batch, max(2, requests // 40), 1)
     return out
+
+
+def db_backends(store: Store) -> dict[int, float]:
+    """CPU seconds of the PostgreSQL backends serving this database (same machine), by pid."""
+    if store.dialect != "postgresql":
+        return {}
+    with store.engine.connect() as c:
+        pids = c.exec_driver_sql("SELECT pid FROM pg_stat_activity WHERE datname = current_database()").scalars().all()
+    out = {}
+    for pid in pids:
+        with contextlib.suppress(OSError):  # another machine's server, or gone
+            out[pid] = cpu_seconds(pid)
+    return out
+
+
+def own_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+@contextmanager
+def timed(store: Store) -> Iterator[dict[str, float]]:
+    """Wall time, this process's CPU and the database server's (PostgreSQL's backends) of a step."""
+    got: dict[str, float] = {}
+    backends, cpu, t = db_backends(store), own_cpu(), time.perf_counter()
+    yield got
+    got["wall_s"], got["cpu_s"] = time.perf_counter() - t, own_cpu() - cpu
+    got["db_cpu_s"] = sum(v - backends.get(pid, 0.0) for pid, v in db_backends(store).items())
+
+
+def steps_line(res: dict[str, Any]) -> str:
+    """How long seeding and the commit index build took, CPU beside wall time."""
+    def one(step: str) -> str:
+        db = f", {res[step + '_db_cpu_s']:.1f} s in PostgreSQL" if res["database"] == "postgresql" else ""
+        return f"{res[step + '_s']:.1f} s (CPU {res[step + '_cpu_s']:.1f} s here{db})"
+
+    line = f"seeded in {one('seed')}"
+    return line + (f", commit index built in {one('index')}" if "index_s" in res else "")
 
 
 @contextmanager
@@ -339,15 +407,22 @@ def pg_database(admin_url: str) -> Iterator[str]:
             c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def report(results: list[dict[str, Any]]) -> None:
+def report(results: list[dict[str, Any]], header: str) -> str:
+    """The run as markdown-ready text: the header line, then per database its sizes, seed and
+    build times, and a table of routes with each goal beside its measurement (routes not
+    measured yet are left out)."""
+    lines = [header]
     for res in results:
-        print(f"\n{res['database']}: {res['repos']:,} repos, {res['revisions']:,} revisions, {res['advisories']:,} "
-              f"advisories ({res['fixed']:,} fixed); seeded in {res['seed_s']:.1f} s, commit index built in "
-              f"{res['index_s']:.1f} s")
-        print("| route | connections | requests | req/s | p50 ms | p99 ms | server CPU ms/req | 429 | goal |")
-        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+        lines += ["", f"{res['database']}: {res['repos']:,} repos, {res['revisions']:,} revisions, "
+                      f"{res['advisories']:,} advisories ({res['fixed']:,} fixed); {steps_line(res)}"]
+        if "trivial" not in res:
+            continue
+        lines += ["| route | connections | requests | req/s | p50 ms | p99 ms | server CPU ms/req | 429 | goal |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
         ceiling = res["trivial"]["req_per_s"]
         for name in ROUTES:
+            if name not in res:
+                continue
             m = res[name]
             goal = ""
             if name in GOALS:
@@ -359,8 +434,9 @@ def report(results: list[dict[str, Any]]) -> None:
                         f"(server CPU {cpu:.1f}x the ceiling's)")
             elif name == "trivial":
                 goal = "the ceiling (bare FastAPI)"
-            print(f"| {name} | {m['connections']} | {m['requests']} | {m['req_per_s']:.0f} | {m['p50_ms']:.1f} | "
-                  f"{m['p99_ms']:.1f} | {m['server_cpu_ms_per_req']:.2f} | {m['refused_429']} | {goal} |")
+            lines.append(f"| {name} | {m['connections']} | {m['requests']} | {m['req_per_s']:.0f} | {m['p50_ms']:.1f} | "
+                         f"{m['p99_ms']:.1f} | {m['server_cpu_ms_per_req']:.2f} | {m['refused_429']} | {goal} |")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -370,6 +446,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--per-repo", type=int, default=1000)
     p.add_argument("--advisory-every", type=int, default=3)
     p.add_argument("--requests", type=int, default=2000, help="timed requests per single-query route")
+    p.add_argument("--seed-only", action="store_true", help="seed and build the commit index, timed; no load")
+    p.add_argument("--out", type=Path, help="the report so far, rewritten after every step (and PATH.json); "
+                                            "default: hubwatch-api-<start>.md in the temporary directory")
     p.add_argument("--pg-admin-url", default=os.environ.get("HUBWATCH_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test"))
     p.add_argument("--json", action="store_true")
     p.add_argument("--serve", help=argparse.SUPPRESS)
@@ -380,20 +459,37 @@ def main(argv: list[str] | None = None) -> int:
         serve_main(args.serve, args.port, args.trivial)
         return 0
     load_at_start, started, t0 = os.getloadavg()[0], datetime.now(UTC), time.perf_counter()
-    results = []
-    sizes = {"repos": args.repos, "per_repo": args.per_repo, "every": args.advisory_every, "requests": args.requests}
-    if args.db in ("sqlite", "both"):
-        with tempfile.TemporaryDirectory() as tmp:
-            results.append(run(f"sqlite:///{tmp}/bench.db", **sizes))
-    if args.db in ("postgresql", "both"):
-        with pg_database(args.pg_admin_url) as url:
-            results.append(run(url, **sizes))
-    if args.json:
-        print(json.dumps(results, indent=2))
-    else:
-        print(f"CPython {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load_at_start:.1f} at the start, "
-              f"{os.getloadavg()[0]:.1f} at the end, {started:%Y-%m-%d %H:%M} UTC, {time.perf_counter() - t0:.0f} s")
-        report(results)
+    out_path = args.out or Path(tempfile.gettempdir()) / f"hubwatch-api-{started:%Y%m%d-%H%M%S}.md"
+    results: list[dict[str, Any]] = []
+
+    def header(final: bool) -> str:
+        return (f"CPython {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load_at_start:.1f} at the "
+                f"start, {os.getloadavg()[0]:.1f} {'at the end' if final else 'so far'}, {started:%Y-%m-%d %H:%M} UTC, "
+                f"{time.perf_counter() - t0:.0f} s")
+
+    def progress(message: str) -> None:
+        print(f"[{datetime.now(UTC):%H:%M:%S} UTC, load {os.getloadavg()[0]:.1f}] {message}", file=sys.stderr, flush=True)
+
+    def checkpoint(res: dict[str, Any], final: bool = False) -> None:
+        if not any(r is res for r in results):
+            results.append(res)
+        out_path.write_text(report(results, header(final)) + "\n")
+        out_path.with_name(out_path.name + ".json").write_text(json.dumps(results, indent=2) + "\n")
+
+    progress(f"{' '.join(sys.argv)}; the report so far goes to {out_path}")
+    sizes = {"repos": args.repos, "per_repo": args.per_repo, "every": args.advisory_every, "requests": args.requests,
+             "seed_only": args.seed_only, "progress": progress, "checkpoint": checkpoint}
+    try:
+        if args.db in ("sqlite", "both"):
+            with tempfile.TemporaryDirectory() as tmp:
+                run(f"sqlite:///{tmp}/bench.db", **sizes)
+        if args.db in ("postgresql", "both"):
+            with pg_database(args.pg_admin_url) as url:
+                run(url, **sizes)
+    finally:  # what was measured is printed, whether or not the run got to its end
+        if results:
+            checkpoint(results[-1], final=True)
+        print(json.dumps(results, indent=2) if args.json else report(results, header(True)), flush=True)
     return 0
 
 

@@ -257,29 +257,8 @@ def held_commits(db: Any, advisory_id: str, *, limit: int) -> list[str]:
 
 
 def rebuild(db: Any) -> None:
-    """Label every stored revision and index every advisory (the migration that adds it)."""
-    for (repo_id,) in db.execute(select(R.repo_id).distinct()).all():
-        db.execute(delete(ChainPointRow.__table__).where(P.repo_id == repo_id))  # type: ignore[arg-type]
-        chains = Chains()
-        labels: dict[str, Label] = {}
-        tips: set[Label] = set()
-        updates: list[dict[str, int]] = []
-        rows = db.execute(select(R.id, R.sha, R.parents).where(R.repo_id == repo_id).order_by(R.seq)).all()
-        for rev_id, sha, parents in rows:
-            plabels = [labels.get(p) for p in parents or ()]
-            first = plabels[0] if plabels else None
-            label, reach, point = label_new(plabels, first_is_tip=first in tips, chains=chains)
-            if point:
-                add_chain_point(db, repo_id, label, reach, chains)
-            if first is not None and label[0] == first[0]:
-                tips.discard(first)
-            tips.add(label)
-            labels[sha] = label
-            updates.append({"rid": rev_id, "c": label[0], "p": label[1]})
-        stmt = update(RevisionRow.__table__).where(R.id == bindparam("rid")).values(  # type: ignore[arg-type]
-            chain=bindparam("c"), chain_pos=bindparam("p")
-        )
-        for i in range(0, len(updates), 5000):
-            db.execute(stmt, updates[i : i + 5000])
-        reindex_repo(db, repo_id, chains)
+    """Label every stored revision and index every advisory (the migrations that add and
+    reshape the index): set-based, in :mod:`storage.commit_rebuild`."""
+    from storage.commit_rebuild import rebuild as build_all
 
+    build_all(db)
