@@ -49,6 +49,7 @@ __all__ = [
     "add_fixed",
     "add_repo_name",
     "also_named",
+    "amend",
     "build_record",
     "changed_paths",
     "content_ids",
@@ -338,6 +339,36 @@ def _bare_purl(affected: Mapping[str, Any]) -> str:
     head, _, query = text.partition("?")
     base = head.rsplit("@", 1)[0] if "@" in head.split("/")[-1] else head
     return base + (f"?{query}" if query else "")
+
+
+def amend(record: Mapping[str, Any], fresh: Mapping[str, Any], *, reason: str, now: datetime) -> dict[str, Any]:
+    """The record of a revision whose changes were amended (a repair read files that could not
+    be read when it was recorded): what the revision changed comes from ``fresh`` (summary,
+    details, severity, changes, plan delta, related), all the record went through since (fixed
+    events, marks, names, its history notes) stays, ``modified`` is bumped and the amendment
+    noted. An unchanged copy when nothing differs; a withdrawn record stays as it was."""
+    new = copy.deepcopy(dict(record))
+    if "withdrawn" in new:
+        return new
+    for key in ("summary", "related"):
+        if key in fresh:
+            new[key] = copy.deepcopy(fresh[key])
+        else:
+            new.pop(key, None)
+    old_details = str(new.get("details", ""))
+    notes = old_details[old_details.index(HISTORY_SECTION):].rstrip("\n") if HISTORY_SECTION in old_details else ""
+    new["details"] = str(fresh.get("details", "")).rstrip("\n") + (f"\n\n{notes}\n" if notes else "")
+    ds, fds = new.setdefault("database_specific", {}), fresh.get("database_specific") or {}
+    for key in ("severity", "changes", "changes_omitted", "plan_delta"):
+        if key in fds:
+            ds[key] = copy.deepcopy(fds[key])
+        else:
+            ds.pop(key, None)
+    if new == dict(record):
+        return new
+    ts = _bump(new, now)
+    _note(new, ts, f"amended: {esc(one_line(reason))}")
+    return _ordered(new)
 
 
 def withdraw(record: Mapping[str, Any], reason: str, now: datetime) -> dict[str, Any]:

@@ -19,13 +19,14 @@ from typing import Any
 from sqlalchemy import func, select
 
 from storage.records import RevisionRecord
-from storage.tables import ChangeRow, RepoAliasRow, RepoRow, RevisionRow
+from storage.tables import ChangeRow, RepoAliasRow, RepoRow, RevisionAmendmentRow, RevisionRow
 from tracker.model import Change, ChangeKind, Severity
 
 R = RevisionRow.__table__.c  # type: ignore[attr-defined]
 C = ChangeRow.__table__.c  # type: ignore[attr-defined]
 P = RepoRow.__table__.c  # type: ignore[attr-defined]
 AL = RepoAliasRow.__table__.c  # type: ignore[attr-defined]
+AM = RevisionAmendmentRow.__table__.c  # type: ignore[attr-defined]
 
 _REVISION_COLUMNS = (R.id, R.repo_id, R.sha, R.seq, R.parent, R.parents, R.committed_at, R.title, R.message,
                      R.authors, R.severity, R.advisory_id, R.reachable, R.error, R.chain_hash, R.recorded_at,
@@ -36,11 +37,13 @@ def history_version(conn: Any, repo_id: str) -> tuple[Any, ...] | None:
     """What a page of ``repo_id``'s history depends on; None when it has no revision.
 
     A rename (:mod:`storage.renames`) appends its change to the head revision, and a repo
-    renamed back gets its old id again: the newest rename to the id is part of the version.
+    renamed back gets its old id again: the newest rename to the id is part of the version;
+    so is the newest amendment of a stored revision (:mod:`storage.repairs`: a repair).
     """
     renamed = select(func.max(AL.renamed_at)).where(AL.repo_id == repo_id).scalar_subquery()
+    amended = select(func.max(AM.id)).where(AM.repo_id == repo_id).scalar_subquery()
     row = conn.execute(
-        select(R.id, R.seq, R.chain_hash, P.added_at, renamed)
+        select(R.id, R.seq, R.chain_hash, P.added_at, renamed, amended)
         .join_from(RevisionRow.__table__, RepoRow.__table__, P.id == R.repo_id)
         .where(R.repo_id == repo_id).order_by(R.seq.desc()).limit(1)
     ).first()

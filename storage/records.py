@@ -31,6 +31,7 @@ class RepoRecord:
     revisions: int = 0
     repo_url: str | None = None  # the public URL given at track time (records name it)
     added_by: str = "operator"  # "api": fetched from public addresses only, checked at every fetch
+    repair_due_at: datetime | None = None  # the soonest pending repair of a revision (issue 10)
 
     @property
     def status(self) -> str:
@@ -103,3 +104,39 @@ class NewRevision:
     error: str | None = None
     new_head: str | None = None  # the repo's head after this revision
     unreachable: tuple[str, ...] = ()  # shas a history rewrite dropped from the branch
+    #: files the source kept failing to serve, recorded unreadable for now: a later poll reads
+    #: them again and amends the revision (``storage.repairs``); ``base_sha`` is what it was
+    #: diffed against
+    unreadable: tuple[str, ...] = ()
+    base_sha: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PendingRepair:
+    """A revision recorded with files unreadable for now, due for another read."""
+
+    revision_id: int
+    repo_id: str
+    sha: str
+    seq: int
+    base_sha: str | None
+    paths: tuple[str, ...]
+    attempts: int
+    recorded_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Amendment:
+    """A stored revision's new changes after a repair: written by ``storage.repairs.amend``
+    with its new blobs, plan and advisory edits, in one transaction."""
+
+    sha: str
+    changes: tuple[Change, ...]
+    severity: str | None
+    error: str | None
+    reason: str
+    blobs: dict[str, bytes] = field(default_factory=dict)
+    plan: dict[str, Any] | None = None
+    plan_delta: dict[str, Any] | None = None
+    advisory: dict[str, Any] | None = None  # a record published for the revision now
+    advisory_updates: tuple[tuple[dict[str, Any], str], ...] = ()  # (edited record, reason)

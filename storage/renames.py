@@ -4,7 +4,9 @@ old id stays an alias (issue 10 point 8).
 Everything moves in one transaction: the repo row (a new row under the new id, the old one
 deleted: primary keys are referenced without ON UPDATE CASCADE), revisions, the commit index,
 advisories (each record edited by the caller, who knows OSV), subscriptions naming the repo,
-and the rename's own change and advisory on the head revision.
+and the rename's own change and advisory on the head revision: that change is appended to
+the repo's hash chain as an amendment (:mod:`storage.repairs`), so the head's own hash still
+verifies and the rename is covered by the chain.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, update
 from sqlmodel import col, select
 
-from storage import commit_rows, restore_rows
+from storage import commit_rows, repairs, restore_rows
 from storage.tables import (
     AdvisoryRestoreRow,
     AdvisoryRow,
@@ -26,6 +28,8 @@ from storage.tables import (
     ChangeRow,
     RepoAliasRow,
     RepoRow,
+    RevisionAmendmentRow,
+    RevisionRepairRow,
     RevisionRow,
     SubscriptionRow,
 )
@@ -35,7 +39,8 @@ if TYPE_CHECKING:
     from storage.records import RepoRecord
     from storage.store import Store
 
-_MOVED = (RevisionRow, ChainPointRow, AdvisorySpanRow, AdvisoryRestoreRow, AdvisoryRow)
+_MOVED = (RevisionRow, ChainPointRow, AdvisorySpanRow, AdvisoryRestoreRow, AdvisoryRow, RevisionRepairRow,
+          RevisionAmendmentRow)
 
 
 class RenameConflict(ValueError):
@@ -122,6 +127,7 @@ def _add_event(store: Store, s: Any, repo_id: str, event: RenameEvent, now: date
     rev = s.exec(select(RevisionRow).where(RevisionRow.repo_id == repo_id, RevisionRow.sha == event.sha)).first()
     if rev is None:
         return
+    before = repairs.shown(s, rev)
     last = s.exec(select(func.max(ChangeRow.idx)).where(ChangeRow.revision_id == rev.id)).one()
     ch = event.change
     s.add(ChangeRow(revision_id=rev.id, idx=int(last if last is not None else -1) + 1, kind=ch.kind.value,
@@ -134,3 +140,7 @@ def _add_event(store: Store, s: Any, repo_id: str, event: RenameEvent, now: date
             store._insert_advisory(s, repo_id, event.sha, event.record, now)
         rev.advisory_id = rev.advisory_id or event.record["id"]
     s.add(rev)
+    s.flush()
+    # appended to the hash chain as an amendment of the head revision, not written into it
+    # unhashed (storage.repairs): the revision's own chain_hash still verifies
+    repairs.append_amendment(s, repo_id, rev, before, f"repo renamed to {repo_id}", now)

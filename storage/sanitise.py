@@ -16,7 +16,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from storage.records import NewRevision
+from storage.records import Amendment, NewRevision
 from tracker.model import Change, ChangeKind
 
 MAX_TITLE = 1_000
@@ -77,6 +77,18 @@ def storable(rev: NewRevision) -> NewRevision:
         advisory=None if rev.advisory is None else clean_json(rev.advisory),
         advisory_updates=tuple((clean_json(r), clean_text(why)) for r, why in rev.advisory_updates),
         error=None if rev.error is None else clean_text(rev.error, 2_000),
+    )
+
+
+def storable_amendment(am: Amendment) -> Amendment:
+    """``am`` cleaned as :func:`storable` cleans a revision."""
+    return replace(
+        am, changes=tuple(_clean_change(c) for c in am.changes), reason=clean_text(am.reason, 500),
+        plan=None if am.plan is None else clean_json(am.plan),
+        plan_delta=None if am.plan_delta is None else clean_json(am.plan_delta),
+        advisory=None if am.advisory is None else clean_json(am.advisory),
+        advisory_updates=tuple((clean_json(r), clean_text(why)) for r, why in am.advisory_updates),
+        error=None if am.error is None else clean_text(am.error, 2_000),
     )
 
 

@@ -129,7 +129,7 @@ def confirm_covered(store: Store, *, moved: Sequence[str], checked_since: dateti
     Returns how many rows it confirmed.
     """
     where = [*_covered(), RepoRow.failures == 0, col(RepoRow.last_success_at) >= checked_since,
-             or_(col(RepoRow.lease_expires_at).is_(None), col(RepoRow.lease_expires_at) < now)]
+             or_(col(RepoRow.lease_expires_at).is_(None), col(RepoRow.lease_expires_at) < now), _no_repair_due(now)]
     if len(moved) > _MAX_EXCLUDED:  # a burst: name the confirmed ones instead
         with store.session() as s:
             ids = set(s.exec(select(RepoRow.id).where(*where)).all()) - set(moved)
@@ -142,10 +142,16 @@ def confirm_covered(store: Store, *, moved: Sequence[str], checked_since: dateti
         return int(res.rowcount or 0)  # type: ignore[attr-defined]
 
 
+def _no_repair_due(now: datetime) -> Any:
+    """A repo with a repair due is left to its own check (``tracker.pipeline.repair``): the
+    listing vouches for its head, not for the files of a revision recorded unreadable."""
+    return or_(col(RepoRow.repair_due_at).is_(None), col(RepoRow.repair_due_at) > now)
+
+
 def confirm_unchanged(store: Store, repo_ids: Iterable[str], *, now: datetime, next_check_at: datetime) -> int:
     """The firehose saw these repos unmoved: count it as a poll and push their next check.
 
-    Leased repos (a daemon is checking them right now) are left alone.
+    Leased repos (a daemon is checking them right now) and repos with a repair due are left alone.
     """
     ids = list(repo_ids)
     n = 0
@@ -155,6 +161,7 @@ def confirm_unchanged(store: Store, repo_ids: Iterable[str], *, now: datetime, n
                 update(RepoRow)
                 .where(col(RepoRow.id).in_(ids[i : i + 500]), col(RepoRow.active))
                 .where(or_(col(RepoRow.lease_expires_at).is_(None), col(RepoRow.lease_expires_at) < now))
+                .where(_no_repair_due(now))
                 .values(last_poll_at=now, next_check_at=next_check_at)
             )
             n += int(res.rowcount or 0)  # type: ignore[attr-defined]

@@ -19,7 +19,7 @@ from sqlalchemy import Engine, bindparam, func, or_, update
 from sqlalchemy.exc import DataError, IntegrityError, StatementError
 from sqlmodel import Session, col, select
 
-from storage import commit_rows, history_rows, restore_rows
+from storage import commit_rows, history_rows, repairs, restore_rows
 from storage.commit_answers import CommitAnswers
 from storage.engine import make_engine, migrate
 from storage.outbox import enqueue_advisory_event
@@ -321,6 +321,8 @@ class Store:
                 .limit(1)
             ).first()
             seq, prev_hash = (last[0] + 1, last[1]) if last else (1, "")
+            if last:  # an amendment appended after the newest revision is the chain's tip
+                prev_hash = repairs.chain_tip(s, rev.repo_id, last[0], prev_hash)
             tree_key = None
             blobs = dict(rev.blobs)
             if rev.tree is not None:
@@ -349,6 +351,8 @@ class Store:
                 ))
             if rev.plan is not None:
                 s.add(PlanRow(revision_id=row.id, plan=rev.plan, delta=rev.plan_delta))
+            if rev.unreadable:  # read again by later polls, and the revision amended (issue 10)
+                repairs.add_pending(s, row.id, rev, now)
             if rev.advisory is not None:
                 self._insert_advisory(s, rev.repo_id, rev.sha, rev.advisory, now)
             for record, reason in rev.advisory_updates:
@@ -615,7 +619,7 @@ def _record_severity(record: dict[str, Any]) -> str:
 _REPO_FIELDS = (
     "id", "source", "source_kind", "branch", "backfill", "active", "head_sha", "added_at", "last_poll_at",
     "last_success_at", "last_change_at", "last_error", "last_error_kind", "failures", "next_check_at",
-    "repo_url", "added_by",
+    "repo_url", "added_by", "repair_due_at",
 )
 
 
@@ -645,7 +649,7 @@ def _repo_record(row: RepoRow, revisions: int) -> RepoRecord:
         active=row.active, head_sha=row.head_sha, added_at=row.added_at, last_poll_at=row.last_poll_at,
         last_success_at=row.last_success_at, last_change_at=row.last_change_at, last_error=row.last_error,
         last_error_kind=row.last_error_kind, failures=row.failures, next_check_at=row.next_check_at,
-        revisions=revisions, repo_url=row.repo_url, added_by=row.added_by,
+        revisions=revisions, repo_url=row.repo_url, added_by=row.added_by, repair_due_at=row.repair_due_at,
     )
 
 

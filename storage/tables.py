@@ -37,6 +37,9 @@ class RepoRow(SQLModel, table=True):
     next_check_at: datetime | None = Field(default=None, index=True)
     lease_owner: str | None = Field(default=None, max_length=120)
     lease_expires_at: datetime | None = None
+    # the soonest pending repair of a revision recorded with files unreadable for now (issue 10);
+    # NULL when none: a check of an unchanged repo reads this from its claim, no query of its own
+    repair_due_at: datetime | None = None
 
 
 class RevisionRow(SQLModel, table=True):
@@ -236,3 +239,41 @@ class RepoAliasRow(SQLModel, table=True):
     old_id: str = Field(primary_key=True, max_length=200)
     repo_id: str = Field(foreign_key="repos.id", index=True, max_length=200)
     renamed_at: datetime
+
+
+class RevisionRepairRow(SQLModel, table=True):
+    """A revision recorded with files the source kept failing to serve (issue 10): later polls
+    read them again, and a repair amends the revision. ``status``: pending | repaired | given_up."""
+
+    __tablename__ = "revision_repairs"
+    __table_args__ = (Index("ix_revision_repairs_due", "repo_id", "status", "next_attempt_at"),)
+
+    revision_id: int = Field(foreign_key="revisions.id", primary_key=True)
+    repo_id: str = Field(max_length=200)
+    base_sha: str | None = Field(default=None, max_length=64)  # what the revision was diffed against
+    paths: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    status: str = Field(default="pending", max_length=12)
+    attempts: int = 0
+    recorded_at: datetime
+    next_attempt_at: datetime
+    last_error: str | None = Field(default=None, sa_column=Column(Text))
+    done_at: datetime | None = None
+
+
+class RevisionAmendmentRow(SQLModel, table=True):
+    """A stored revision's changes amended after it was recorded (a repair, a rename): appended
+    to the repo's hash chain, never a rewrite of it. ``before`` is what the revision showed
+    until then (its severity and changes), so every earlier hash still verifies."""
+
+    __tablename__ = "revision_amendments"
+    __table_args__ = (Index("ix_revision_amendments_repo", "repo_id", "id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    revision_id: int = Field(foreign_key="revisions.id", index=True)
+    repo_id: str = Field(max_length=200)
+    after_seq: int  # the repo's newest revision when it was appended: its place in the chain
+    reason: str = Field(sa_column=Column(Text, nullable=False))
+    before: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    severity: str | None = Field(default=None, max_length=10)
+    chain_hash: str = Field(max_length=64)
+    recorded_at: datetime

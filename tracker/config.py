@@ -42,6 +42,11 @@ class ScheduleSettings:
     lease_seconds: int = 120
     firehose: bool = False
     max_backoff_seconds: int = 21600
+    # a revision recorded with files the source kept failing to serve is read again (issue 10):
+    # first at the repo's next check, then after this, doubling up to the max, given up past the horizon
+    repair_backoff_seconds: int = 900
+    repair_max_backoff_seconds: int = 86400
+    repair_give_up_hours: float = 168.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,8 @@ short Range answer) is retried a few times with backoff (``ReadPolicy``); if it 
 snapshot raises :class:`~tracker.errors.ReadIncomplete`, so the revision stays pending and a
 later poll reads it again: a revision is never stored half-read as if it were complete. Only
 ``ReadPolicy.accept_unreadable`` (a repo whose reads kept failing over several polls) records
-such a file as unreadable, in ``transient_errors``, which are never remembered by content id.
+such a file as unreadable, in ``transient_errors``, which are never remembered by content id,
+and in ``unreadable``: the revision is read again later and amended (``tracker.pipeline.repair``).
 Rate limits propagate at once (the daemon pauses).
 """
 
@@ -132,6 +133,7 @@ def take_snapshot(
     digests: dict[str, bytes] = {}
     errors: dict[str, str] = {}
     transient: set[str] = set()
+    unreadable: set[str] = set()
     spent = 0
     for entry in tree:
         small = is_content_path(entry.path) and not is_safetensors(entry.path) and not reads_inside(entry.path)
@@ -155,9 +157,10 @@ def take_snapshot(
                 raise
             errors[entry.path] = f"not readable from the source after several polls: {e}"
             transient.add(entry.path)
+            unreadable.add(entry.path)
     return Snapshot(
         sha=sha, files=tuple(tree), contents=contents, safetensors_headers=headers, read_errors=errors,
-        weight_digests=digests, transient_errors=frozenset(transient),
+        weight_digests=digests, transient_errors=frozenset(transient), unreadable=frozenset(unreadable),
         security=_read_security(source, sha, tree, known),
     )
 

@@ -13,7 +13,7 @@ from urllib.parse import quote
 import httpx
 from fastapi.testclient import TestClient
 
-from storage import open_store
+from storage import open_store, repairs
 from tests.advisories.osv_helpers import assert_valid
 from tests.api.data import settings
 from tests.e2e.cli_helpers import Cli
@@ -89,5 +89,8 @@ def test_rename_moves_the_repo_and_keeps_both_names(tmp_path: Path, db_url: str)
             assert {old_adv["id"], newest["id"]} <= {v["id"] for v in found.get("vulns", [])}, name
         by_commit = client.post("/v1/query", json={"commit": context}).json()["vulns"]
         assert sorted(v["id"] for v in by_commit) == sorted({old_adv["id"], rename_adv[0]["id"]})
+        # the rename's change is an amendment appended to the hash chain: everything verifies,
+        # the revision after it included
+        assert repairs.verify_chain(store, NEW) == []
     finally:
         store.close()

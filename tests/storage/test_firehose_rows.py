@@ -10,9 +10,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import update
+from sqlmodel import col
 
 from storage import Store, scheduling
 from storage.scheduling import _MAX_EXCLUDED
+from storage.tables import RepoRow
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 LATER = NOW + timedelta(hours=1)
@@ -46,20 +49,26 @@ def test_only_covered_checked_unleased_unmoved_repos_are_confirmed(store: Store)
     _repo(store, "org/git", kind="git")
     _repo(store, "org/headless", head=None)
     _repo(store, "org/leased")
+    _repo(store, "org/repair-due")  # a revision recorded with files unreadable for now, due again
+    _repo(store, "org/repair-later")  # one whose next attempt is still ahead: confirmed as usual
+    with store.session() as s:
+        s.execute(update(RepoRow).where(col(RepoRow.id) == "org/repair-due").values(repair_due_at=NOW))
+        s.execute(update(RepoRow).where(col(RepoRow.id) == "org/repair-later").values(repair_due_at=LATER))
+        s.commit()
     assert [r.id for r in store.claim_due("other", now=NOW, limit=100, lease_seconds=600)
             if r.id == "org/leased"]  # claimed by another daemon, lease running
     for r in ("org/ok", "org/moved", "org/failing", "org/stale", "org/never", "org/branch", "org/git",
-              "org/headless"):
+              "org/headless", "org/repair-due", "org/repair-later"):
         store.release(r, "other")
 
-    assert scheduling.count_firehose_repos(store) == 6  # every active hub repo on main with a head
+    assert scheduling.count_firehose_repos(store) == 8  # every active hub repo on main with a head
     assert scheduling.firehose_heads(store, ["org/ok", "org/git", "org/unknown"]) == {"org/ok": HEAD}
     confirmed = scheduling.confirm_covered(store, moved=["org/moved"], checked_since=NOW - timedelta(hours=1),
                                            now=NOW, next_check_at=LATER)
-    assert confirmed == 1
-    assert _next(store, "org/ok") == LATER
+    assert confirmed == 2
+    assert _next(store, "org/ok") == LATER and _next(store, "org/repair-later") == LATER
     for other in ("org/moved", "org/failing", "org/stale", "org/never", "org/branch", "org/git", "org/headless",
-                  "org/leased"):
+                  "org/leased", "org/repair-due"):
         assert _next(store, other) != LATER, other
 
 

@@ -19,7 +19,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
-from storage import scheduling
+from storage import repairs, scheduling
 from storage.store import Store
 
 log = logging.getLogger("hubwatch.metrics")
@@ -31,6 +31,8 @@ _COUNTERS = (
     ("requests", "hubwatch_hub_requests", "Requests sent to the Hub"),
     ("bytes", "hubwatch_hub_bytes", "Bytes of file content and headers read from the Hub"),
     ("new_revisions", "hubwatch_revisions_recorded", "Revisions recorded"),
+    ("repaired", "hubwatch_revisions_repaired",
+     "Revisions recorded with files unreadable for now, read again and amended"),
     ("cycles", "hubwatch_scheduler_cycles", "Scheduler cycles run"),
     ("firehose_reads", "hubwatch_firehose_reads", "Reads of the Hub's model listing (firehose mode)"),
     ("firehose_moved", "hubwatch_firehose_moved", "Tracked repos the firehose saw move"),
@@ -82,6 +84,7 @@ class Metrics(Collector):
             repos = len(self.store.list_repos())
             advisories = self.store.count_advisories()
             due = scheduling.count_due(self.store, datetime.now(UTC))
+            repairs_by_status = repairs.count_by_status(self.store)
         except Exception as e:
             log.warning("metrics: database not readable: %s", type(e).__name__)
             yield GaugeMetricFamily("hubwatch_database_up", "1 when the database answered the scrape", value=0)
@@ -90,6 +93,11 @@ class Metrics(Collector):
         yield GaugeMetricFamily("hubwatch_repos_tracked", "Tracked repos", value=repos)
         yield GaugeMetricFamily("hubwatch_advisories", "Stored advisories", value=advisories)
         yield GaugeMetricFamily("hubwatch_repos_due", "Repos due for a check and not claimed yet", value=due)
+        held = GaugeMetricFamily("hubwatch_revision_repairs", "Revisions recorded with files unreadable for now, "
+                                 "by repair status (pending, repaired, given_up)", labels=["status"])
+        for status in ("pending", "repaired", "given_up"):
+            held.add_metric([status], repairs_by_status.get(status, 0))
+        yield held
 
     def render(self) -> tuple[bytes, str]:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST

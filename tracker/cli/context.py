@@ -19,6 +19,7 @@ from tracker.pipeline import PipelineOptions
 from tracker.pipeline.advise_step import AdviseStep
 from tracker.pipeline.analysis import AnalysisBudget, shared_pool
 from tracker.pipeline.plan_step import PlanStep
+from tracker.pipeline.repair import RepairPolicy
 from tracker.pipeline.sources import SourceFactory, is_git_location
 from tracker.snapshot import SnapshotLimits
 
@@ -97,7 +98,7 @@ class Context:
 
 
 def pipeline_options(settings: Settings) -> PipelineOptions:
-    lim = settings.limits
+    lim, sched = settings.limits, settings.schedule
     return PipelineOptions(
         limits=SnapshotLimits(
             max_file_bytes=lim.max_file_bytes, max_tokenizer_bytes=lim.max_tokenizer_bytes,
@@ -112,6 +113,9 @@ def pipeline_options(settings: Settings) -> PipelineOptions:
                                         hub_endpoint=settings.hub.endpoint),
         analysis=shared_pool(AnalysisBudget(seconds=lim.analysis_seconds,
                                             memory_bytes=lim.analysis_memory_mb * 2**20)),
+        repair=RepairPolicy(first_delay_seconds=float(sched.repair_backoff_seconds),
+                            max_delay_seconds=float(sched.repair_max_backoff_seconds),
+                            give_up_after_seconds=sched.repair_give_up_hours * 3600.0),
     )
 
 

@@ -147,6 +147,8 @@ def poll(ctx: Context) -> int:
             line = f"{r.repo}: {r.status}"
             if r.new_revisions:
                 line += f", {r.new_revisions} new revision(s)"
+            if r.repaired:
+                line += f", {r.repaired} revision(s) repaired"
             if r.error:
                 line += f" ({r.error})"
             print(line)
@@ -167,4 +169,5 @@ def _deliver(ctx: Context) -> None:
 
 
 def _result_json(r: CheckResult) -> dict[str, object]:
-    return {"repo": r.repo, "status": r.status, "new_revisions": r.new_revisions, "error": r.error}
+    return {"repo": r.repo, "status": r.status, "new_revisions": r.new_revisions, "repaired": r.repaired,
+            "error": r.error}

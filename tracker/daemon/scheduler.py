@@ -238,6 +238,8 @@ class Daemon:
             if self.stopping.is_set() or self._paused(at()):  # claimed and queued, not started yet:
                 raise CheckCancelled("stopping or rate limited")  # leave it due for the next claim
             result = self._run_check(repo)
+            if result.repaired:
+                self.stats.add("repaired", result.repaired)
             if result.status == "unchanged" and repo.next_check_at is not None:
                 self._defer_unchanged(repo, at())  # written with others, in one transaction
             else:

@@ -18,6 +18,7 @@ class DaemonStats:
     requests: int = 0
     bytes: int = 0
     new_revisions: int = 0
+    repaired: int = 0  # revisions recorded with files unreadable for now, amended later (issue 10)
     cycles: int = 0
     last_cycle_at: datetime | None = None
     last_cycle_seconds: float = 0.0

@@ -69,6 +69,9 @@ class Snapshot:
     weight_digests: Mapping[str, bytes] = field(default_factory=dict)
     security: Mapping[str, bytes] = field(default_factory=dict)
     transient_errors: frozenset[str] = frozenset()
+    #: the transient ones that failed over several polls and were recorded unreadable for now:
+    #: a later poll reads them again and amends the revision (issue 10)
+    unreadable: frozenset[str] = frozenset()
 
     def file(self, path: str) -> FileEntry | None:
         for entry in self.files:

@@ -66,9 +66,12 @@ class AdviseStep:
     def run(
         self, store: Store, repo: RepoRecord, repo_url: str, commit: CommitInfo, base_sha: str | None,
         diff: RevisionDiff, plan_delta: dict[str, Any] | None, head: Artifacts, *, lost: tuple[str, ...],
-        now: datetime, base: Artifacts | None = None,
+        now: datetime, base: Artifacts | None = None, not_fixing: frozenset[str] = frozenset(),
     ) -> tuple[dict[str, Any] | None, tuple[Update, ...], RevisionDiff]:
-        """(the revision's advisory, edits of earlier ones, the diff with restores demoted)."""
+        """(the revision's advisory, edits of earlier ones, the diff with restores demoted).
+
+        ``not_fixing``: advisories this revision cannot restore (a repaired revision: those of
+        revisions recorded after it)."""
         updates: list[Update] = []
         reused = any(c.kind is ChangeKind.NAMESPACE_REUSE for c in diff.changes)
         if lost:
@@ -77,7 +80,7 @@ class AdviseStep:
             return None, tuple(updates), diff
         if base_sha is not None:  # a fresh baseline (reuse) restores nothing of the old repo's
             touched = touched_paths(base.files if base else (), head.files)
-            fixed, restored = fixed_updates(store, repo.id, head, commit.sha, now, touched)
+            fixed, restored = fixed_updates(store, repo.id, head, commit.sha, now, touched, skip=not_fixing)
             updates.extend(fixed)
             diff = demote_restores(diff, restored)  # a restore fixes the old advisory, publishes none
         if diff.severity is None:

@@ -37,6 +37,7 @@ from tracker.pipeline.advise_step import AdviseStep
 from tracker.pipeline.analysis import AnalysisPool, shared_pool
 from tracker.pipeline.plan_step import PlanStep
 from tracker.pipeline.rename_step import record_rename
+from tracker.pipeline.repair import RepairPolicy, repair_due, run_repairs
 from tracker.pipeline.stored import serialise_tree
 from tracker.snapshot import ReadPolicy, SnapshotLimits, take_snapshot
 
@@ -56,6 +57,7 @@ class CheckResult:
     error_kind: str | None = None
     head: str | None = None
     retry_after: float | None = None
+    repaired: int = 0  # revisions recorded with files unreadable for now, amended by this check
 
 
 @dataclass
@@ -74,6 +76,8 @@ class PipelineOptions:
     #: a revision's write that lost a race or found the database away is tried again with the
     #: analysis in hand: the Hub is not asked twice (issue 10)
     writes: WriteRetry = field(default_factory=WriteRetry)
+    #: revisions recorded with files unreadable for now are read again on this schedule (issue 10)
+    repair: RepairPolicy = field(default_factory=RepairPolicy)
 
 
 def check_repo(
@@ -90,14 +94,17 @@ def check_repo(
     moved = source.renamed_to()
     if moved is not None and moved != repo.id:  # the Hub redirected the old id to this one
         repo = record_rename(store, repo, moved, source.web_url, opts.advise, now=opts.clock())
+    # a revision recorded with files unreadable for now: read them again, before new revisions
+    # are diffed against it (only when the claim says one is due: no request, no query otherwise)
+    repaired = run_repairs(store, source, repo, opts) if repair_due(repo, opts.clock()) else 0
     if head == repo.head_sha:
-        return CheckResult(repo.id, "unchanged", head=head)
+        return CheckResult(repo.id, "unchanged", head=head, repaired=repaired)
     known = store.known_shas(repo.id)
     if head in known and repo.head_sha is not None:
         # The branch moved back to a commit we already hold (a reset): the commits after it
         # vanished from the branch.
         listing = source.list_commits(repo.branch)
-        return _record_reset(store, repo, head, listing.commits, opts)
+        return replace(_record_reset(store, repo, head, listing.commits, opts), repaired=repaired)
     stop = (repo.head_sha,) if repo.head_sha else ()
     listing = source.list_commits(repo.branch, stop_at=stop)
     rewritten = bool(stop) and not listing.reached_known
@@ -116,7 +123,7 @@ def check_repo(
         opts = replace(opts, reads=replace(opts.reads, accept_unreadable=True))
     recorded = _record_commits(store, source, repo, commits, opts, progress, rewritten=rewritten, lost=lost,
                                recreated=recreated)
-    return CheckResult(repo.id, "ok", new_revisions=recorded, head=head)
+    return CheckResult(repo.id, "ok", new_revisions=recorded, head=head, repaired=repaired)
 
 
 def _recreated_since_seen(source: HubSource, repo: RepoRecord) -> str | None:
@@ -247,15 +254,29 @@ def _process_commit(
 ) -> NewRevision:
     snap = take_snapshot(source, commit.sha, limits=opts.limits, known=store.get_blob, policy=opts.reads,
                          known_many=store.get_blobs)
+    new, head, complete = analyse_revision(store, source.web_url, repo, commit, base_sha, snap,
+                                           cache.get(repo.id, base_sha), opts, event=event)
+    # a revision with files unreadable for now is not kept for the process: once repaired
+    # (perhaps by another daemon) its next revision must be diffed against the repaired one
+    cache.put(repo.id, commit.sha, head, complete=complete and not snap.unreadable)
+    return new
+
+
+def analyse_revision(
+    store: Store, web_url: str, repo: RepoRecord, commit: CommitInfo, base_sha: str | None, snap: Snapshot,
+    base: Artifacts | None, opts: PipelineOptions, *, event: tuple[Change, tuple[str, ...]] | None,
+    tail: Sequence[Change] = (), not_fixing: frozenset[str] = frozenset(),
+) -> tuple[NewRevision, Artifacts, bool]:
+    """Stages 3-7 for a revision read: (what to store, its artifacts, whether the analysis was
+    whole). ``tail``: changes kept after the diff's (a repair keeps a rename's);
+    ``not_fixing``: advisories this revision may not fix (a repair: the later ones)."""
     blobs = _new_blobs(snap)
-    base = cache.get(repo.id, base_sha)
     # extract, diff (with its renders) and plan in a worker under a time and memory budget
     found = (opts.analysis or shared_pool()).run(snap, base, base_sha=base_sha, head_sha=commit.sha,
                                                  max_json_depth=opts.max_json_depth, plan=opts.plan)
     head, diff, error = found.head, found.diff, found.error
     if error:
         log.warning("revision %s@%s: %s", repo.id, commit.sha[:12], error)
-    cache.put(repo.id, commit.sha, head, complete=found.cut is None)
     changes = list(diff.changes)
     touched = {c.path for c in changes}  # the diff names every path whose content changed
     reported = {c.path for c in changes if any(t.endswith(".unreadable") for t in c.topics)}
@@ -271,20 +292,22 @@ def _process_commit(
     plan_json, delta_json, plan_change = found.plan
     if plan_change is not None:
         changes.append(plan_change)
+    changes.extend(tail)
     diff = apply_rules(RevisionDiff(base=diff.base, head=diff.head, changes=tuple(changes)))
     advisory, updates, diff = opts.advise.run(
-        store, repo, source.web_url, commit, base_sha, diff, delta_json, head, lost=unreachable, now=opts.clock(),
-        base=base,
+        store, repo, web_url, commit, base_sha, diff, delta_json, head, lost=unreachable, now=opts.clock(),
+        base=base, not_fixing=not_fixing,
     )
     sev = diff.severity
-    return NewRevision(
+    new = NewRevision(
         repo_id=repo.id, sha=commit.sha, parent=commit.parents[0] if commit.parents else None,
         parents=commit.parents, committed_at=commit.committed_at, title=commit.title, message=commit.message,
         authors=commit.authors, changes=diff.changes, severity=sev.value if sev else None,
         tree=serialise_tree(snap.files), blobs=blobs, plan=plan_json, plan_delta=delta_json,
         advisory=advisory, advisory_updates=updates, error=error or _error_summary(snap, head, touched),
-        new_head=commit.sha, unreachable=unreachable,
+        new_head=commit.sha, unreachable=unreachable, unreadable=tuple(sorted(snap.unreadable)), base_sha=base_sha,
     )
+    return new, head, found.cut is None
 
 
 def _record_reset(

@@ -49,7 +49,8 @@ def touched_paths(base: Iterable[FileEntry], head: Iterable[FileEntry]) -> set[s
 
 
 def fixed_updates(
-    store: Store, repo_id: str, head: Artifacts, head_sha: str, now: datetime, touched: Iterable[str]
+    store: Store, repo_id: str, head: Artifacts, head_sha: str, now: datetime, touched: Iterable[str],
+    *, skip: frozenset[str] = frozenset(),
 ) -> tuple[list[tuple[dict[str, Any], str]], list[Restored]]:
     """Edits for every open advisory whose changed files are back to their earlier content
     (byte for byte or semantically), and what each restore covers (for :func:`demote_restores`)."""
@@ -58,7 +59,7 @@ def fixed_updates(
     parents: dict[str, Artifacts | None] = {}
     for adv_id, before in sorted(store.restore_candidates(repo_id, touched).items()):
         adv = store.get_advisory(adv_id)
-        if adv is None or adv.sha == head_sha or not is_open(adv.record):
+        if adv is None or adv.sha == head_sha or adv_id in skip or not is_open(adv.record):
             continue
         parent = str((adv.record.get("database_specific") or {}).get("parent") or "")
         same = restores(before, before, content_ids(head.files, before))
