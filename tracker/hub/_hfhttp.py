@@ -133,6 +133,24 @@ class HubHttp:
                 raise BodyTooLarge(int(declared))
             return r, self._body(r, max_bytes, stop_after, what, revision)
 
+    def git_request(
+        self, method: str, url: str, *, body: bytes | None, headers: dict[str, str], max_bytes: int, what: str
+    ) -> tuple[int, str, bytes, str]:
+        """One request of the git protocol (``tracker.hub._gitwire``): (status, content type,
+        body, the URL after redirects), under the same deadline and size cap as the API's; the
+        status is the caller's to read (a 404 there means "no git here", not "no repo")."""
+        sent = {**self._headers, **headers}
+        with self._mapped(what, None), deadline(self.timeout), self._client.stream(
+            method, url, content=body, headers=sent, timeout=self._timeouts
+        ) as r:
+            limit = max_bytes if r.status_code < 400 else 65536
+            try:
+                data = self._body(r, limit, None, what, None)
+            except BodyTooLarge as e:
+                raise SourceUnavailable(f"{what}: git answer larger than {limit} bytes",
+                                        repo_id=self.repo_id) from e
+            return r.status_code, r.headers.get("content-type", ""), data, str(r.url)
+
     @contextmanager
     def _mapped(self, what: str, revision: str | None) -> Iterator[None]:
         """httpx's errors as :mod:`tracker.errors` (the token scrubbed from their messages)."""

@@ -246,8 +246,8 @@ class HfSource:
         """The listed commits' parents from the git protocol (the listing has none), or None
         where this endpoint serves no git for the repo (a mirror of the API alone)."""
         try:
-            return commit_parents(f"{self._endpoint}/{self._repo_id}", branch, shas,
-                                  token=self._secret, timeout=self._timeout, what=what, repo_id=self._repo_id)
+            return commit_parents(f"{self._endpoint}/{self._repo_id}", branch, shas, token=self._secret,
+                                  timeout=self._timeout, what=what, repo_id=self._repo_id, http=self._http)
         except GitNotServed as e:
             log.warning("%s: no git protocol at %s (%s); parents taken from the listing order",
                         self._repo_id, self._endpoint, clean(str(e), self._secret))
