@@ -4,6 +4,7 @@ executemany seeds included) keeps working; its numbers are not checked."""
 from __future__ import annotations
 
 import importlib.util
+import json
 
 from tests.corpus import REPO_ROOT
 
@@ -19,3 +20,47 @@ def test_benchmark_runs_small(db_url: str) -> None:
     for name in bench.ROUTES:
         m = result[name]
         assert 0 < m["p50_ms"] <= m["p99_ms"] and m["req_per_s"] > 0
+
+
+def _bench():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("bench_api", REPO_ROOT / "benchmarks" / "api.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+def test_a_run_that_fails_later_keeps_what_it_measured(tmp_path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The report so far is on disk after every step, and printed when a later step fails."""
+    bench = _bench()
+    real_load = bench.load
+
+    def load(port, pid, make, requests, connections):  # type: ignore[no-untyped-def]
+        if make()[1] == "/v1/query":  # the fault: the commit query route breaks
+            raise RuntimeError("injected")
+        return real_load(port, pid, make, requests, connections)
+
+    monkeypatch.setattr(bench, "load", load)
+    out = tmp_path / "report.md"
+    try:
+        bench.main(["--db", "sqlite", "--repos", "2", "--per-repo", "60", "--requests", "20", "--out", str(out)])
+    except RuntimeError as e:
+        assert str(e) == "injected"
+    else:
+        raise AssertionError("the injected fault did not surface")
+    printed, progress = capsys.readouterr()
+    kept = out.read_text()
+    assert "| history page, HTML | 16 |" in kept and "commit query" not in kept.split("| route |", 1)[1]
+    assert kept.splitlines()[1:] == printed.strip().splitlines()[1:]  # the header line has the time so far
+    assert "sqlite: 2 repos, 120 revisions" in kept and "commit index built in" in kept
+    assert "sqlite: history page: 20 requests over 16 connection(s)" in progress
+    assert json.loads(out.with_name("report.md.json").read_text())[0]["revisions"] == 120
+
+
+def test_seed_only_times_the_seed_and_the_build(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "seed.md"
+    assert _bench().main(["--db", "sqlite", "--repos", "2", "--per-repo", "50", "--seed-only", "--out", str(out)]) == 0
+    (res,) = json.loads(out.with_name("seed.md.json").read_text())
+    assert res["revisions"] == 100 and "trivial" not in res
+    assert res["seed_cpu_s"] > 0 and res["index_cpu_s"] >= 0 and res["index_s"] > 0
+    assert "| route |" not in out.read_text()
