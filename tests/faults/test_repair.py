@@ -10,9 +10,15 @@ nothing pending still costs its one request. On SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -20,6 +26,7 @@ from advisories.webhooks import new_secret
 from storage import Store, open_store, repairs
 from storage import subscriptions as subs
 from tests.api.data import settings as api_settings
+from tests.corpus import REPO_ROOT
 from tests.daemon.helpers import config_bytes
 from tests.hubemu import HubEmulator, RepoBuilder
 from tests.webhooks.receiver import Receiver
@@ -188,6 +195,13 @@ def test_a_repair_that_keeps_failing_backs_off_and_is_given_up(
     hub.reset_stats()
     assert _check(db, hub, opts).repaired == 0 and len(hub.requests) == 1  # given up: never asked again
     assert any("could not be read" in s for s in _summaries(db, sha))
+    from fastapi.testclient import TestClient
+
+    from tracker.api.app import create_app
+
+    doc = TestClient(create_app(db, api_settings())).get(f"/api/v1/repos/{REPO}/revisions/{sha}").json()
+    assert doc["repair"]["status"] == "given_up" and doc["repair"]["paths"] == ["config.json"]
+    assert doc["repair"]["attempts"] == len(waits) and doc["repair"]["next_attempt_at"] is None
 
 
 def test_the_next_revision_diffed_against_incomplete_data_is_re_diffed(
@@ -257,16 +271,39 @@ def test_tampering_with_an_amended_revision_shows(
     assert problems and sha[:12] in problems[0]
 
 
-@pytest.mark.parametrize("kill_at", ["advisory", "amendment"])
-def test_a_kill_mid_repair_leaves_the_revision_as_it_was(
-    add_repo: Callable[..., RepoBuilder], db: Store, hub: HubEmulator, monkeypatch: pytest.MonkeyPatch,
-    kill_at: str,
-) -> None:
-    """The repair is one transaction: a crash inside it (simulated where it writes the advisory
-    edit, or the chain entry) leaves the revision, its advisory and the pending repair as they
-    were, and the next poll repairs it."""
-    from storage import store as store_module
+KILLER = textwrap.dedent("""
+    import os, signal, sys
+    from dataclasses import replace
+    from sqlalchemy import event
+    from storage import open_store
+    from tracker.cli.context import pipeline_options
+    from tracker.config import AdvisorySettings, Settings
+    from tracker.hub.hf import HfSource
+    from tracker.pipeline import check_repo
+    from tracker.snapshot import ReadPolicy
 
+    url, hub, repo, statement = sys.argv[1:5]
+    store = open_store(url)
+
+    @event.listens_for(store.engine, "before_cursor_execute")
+    def die(_conn, _cursor, sql, *_args):  # SIGKILL, inside the repair's transaction
+        if sql.lstrip().upper().startswith(statement):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    opts = replace(pipeline_options(Settings(advisories=AdvisorySettings(osv_api=""))),
+                   reads=ReadPolicy(sleep=lambda _s: None))
+    check_repo(store, HfSource(repo, endpoint=hub, timeout=5.0), store.get_repo(repo), opts)
+    sys.exit(3)  # not killed: the statement never ran
+""")
+
+
+@pytest.mark.parametrize("statement", ["DELETE FROM CHANGES", "UPDATE REVISION_REPAIRS"])
+def test_a_kill_mid_repair_leaves_the_revision_as_it_was(
+    add_repo: Callable[..., RepoBuilder], db: Store, db_url: str, hub: HubEmulator, statement: str,
+) -> None:
+    """The repair is one transaction: a process SIGKILLed at its first write (the old changes
+    deleted) or its last (the repair marked done) leaves the revision, its advisory and the
+    pending repair as they were, the chain intact, and the next poll repairs it."""
     clock = Clock()
     opts = _options(clock)
     builder = add_repo(REPO, commits=1)
@@ -274,25 +311,21 @@ def test_a_kill_mid_repair_leaves_the_revision_as_it_was(
     before = _summaries(db, sha)
     [advisory] = db.list_advisories(REPO)
     hub.faults.clear()
-
-    class Killed(BaseException):
-        pass
-
-    def die(*_a: object, **_k: object) -> None:
-        raise Killed
-
-    target = (store_module.Store, "_edit_advisory") if kill_at == "advisory" else (repairs, "amendment_hash")
-    with monkeypatch.context() as m:
-        m.setattr(*target, die)
-        clock.advance(900)
-        with pytest.raises(Killed):
-            _check(db, hub, opts)
-    assert _summaries(db, sha) == before
-    assert db.get_advisory(advisory.id).record == advisory.record  # type: ignore[union-attr]
-    assert repairs.state(db, REPO, sha)["status"] == "pending"  # type: ignore[index]
-    assert repairs.verify_chain(db, REPO) == []
-    assert _check(db, hub, opts).repaired == 1
-    assert any("4096" in s for s in _summaries(db, sha))
+    child = subprocess.run([sys.executable, "-c", KILLER, db_url, hub.url, REPO, statement], cwd=REPO_ROOT,
+                           env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, timeout=120)
+    assert child.returncode == -signal.SIGKILL, child.stderr.decode()[-2000:]
+    after = open_store(db_url)  # what the next start finds
+    try:
+        assert _summaries(after, sha) == before
+        assert after.get_advisory(advisory.id).record == advisory.record  # type: ignore[union-attr]
+        assert repairs.state(after, REPO, sha)["status"] == "pending"  # type: ignore[index]
+        assert repairs.verify_chain(after, REPO) == []
+        clock.now = datetime.now(UTC)
+        assert _check(after, hub, opts).repaired == 1
+        assert any("512 -> 4096" in s for s in _summaries(after, sha))
+        assert repairs.verify_chain(after, REPO) == []
+    finally:
+        after.close()
 
 
 def test_a_history_page_kept_before_the_repair_shows_the_amendment(
@@ -320,3 +353,54 @@ def test_a_history_page_kept_before_the_repair_shows_the_amendment(
     clock.advance(900)
     assert _check(db, hub, opts).repaired == 1
     assert any("512 -> 4096" in s for s in newest_summaries())
+    sha = client.get(path).json()["revisions"][0]["sha"]
+    repair = client.get(f"/api/v1/repos/{REPO}/revisions/{sha}").json()["repair"]
+    assert repair["status"] == "repaired" and repair["done_at"] is not None
+
+
+def test_in_the_daemon_a_repair_costs_requests_only_where_one_is_pending_and_stalls_no_other_repo(
+    add_repo: Callable[..., RepoBuilder], db: Store, hub: HubEmulator, daemon: Callable[..., Any],
+) -> None:
+    """The daemon's cycles: other repos keep their one request per unchanged check while one
+    repo's repair is pending, failing (a read that hangs past the deadline) or succeeding."""
+    clock = Clock()
+    clock.now = datetime.now(UTC)  # the repos were tracked due now
+    builder = add_repo(REPO, commits=1)
+    others = ["org/a", "org/b"]
+    for other in others:
+        add_repo(other, commits=1)
+    d = daemon(interval_seconds=900, timeout=1.0)
+    d.options = replace(d.options, clock=clock, give_up_reads_after=2, reads=ReadPolicy(sleep=lambda _s: None))
+
+    def cycle() -> dict[str, CheckResult]:
+        clock.advance(1000)
+        hub.reset_stats()
+        return {r.repo: r for r in d.run_once(clock.now)}
+
+    assert {r.status for r in cycle().values()} == {"ok"}
+    builder.commit({"config.json": config_bytes(max_position_embeddings=4096)}, title="longer context")
+    hub.faults.add("status", route="resolve", repo=REPO, status=404, error_code="EntryNotFound")
+    assert cycle()[REPO].error_kind == "incomplete"
+    assert cycle()[REPO].error_kind == "incomplete"
+    assert cycle()[REPO].new_revisions == 1  # recorded with config.json unreadable
+    assert db.get_repo("org/a").repair_due_at is None  # type: ignore[union-attr]
+
+    hub.faults.clear()
+    hub.faults.add("hang", route="resolve", repo=REPO, seconds=30)  # the repair's read hangs
+    results = cycle()
+    order = list(results)
+    assert results[REPO].status == "unchanged" and results[REPO].repaired == 0 and results[REPO].error is None
+    assert order[-1] == REPO  # the others finished first: the hanging repair held none of them
+    for other in others:
+        assert results[other].status == "unchanged" and hub.count(repo=other) == 1
+    assert repairs.state(db, REPO, builder.head())["attempts"] == 1  # type: ignore[index]
+
+    hub.faults.clear()
+    results = cycle()
+    assert results[REPO].repaired == 1 and hub.count(repo=REPO) == 2  # the head check and config.json
+    assert all(hub.count(repo=other) == 1 for other in others)
+    assert d.stats.snapshot()["repaired"] == 1
+    assert any("512 -> 4096" in s for s in _summaries(db, builder.head()))
+
+    results = cycle()  # nothing pending anywhere: one request per repo
+    assert {r.status for r in results.values()} == {"unchanged"} and hub.count() == 3

@@ -129,6 +129,15 @@ class Revision(_Open):
     changes: list[Change]
 
 
+class RevisionRepair(_Open):
+    status: str  # pending | repaired | given_up
+    paths: list[str]
+    attempts: int
+    recorded_at: str | None
+    next_attempt_at: str | None
+    done_at: str | None
+
+
 class RevisionDetail(Revision):
     parents: list[str]
     message: str
@@ -138,6 +147,8 @@ class RevisionDetail(Revision):
     chain_hash: str
     plan: dict[str, Any] | None
     plan_delta: dict[str, Any] | None
+    #: only for a revision recorded with files unreadable for now: its repair (issue 10)
+    repair: RevisionRepair | None = None
 
 
 class RevisionsPage(_Open):

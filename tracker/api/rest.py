@@ -22,6 +22,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from storage import repairs
 from storage.records import RepoRecord, RevisionRecord
 from storage.store import Store
 from tracker.api import compute
@@ -30,7 +31,7 @@ from tracker.api.conditional import not_modified
 from tracker.api.page_cache import Kept, PageCache
 from tracker.api.rest_subscriptions import subscriptions_router
 from tracker.api.source_policy import check_git_source
-from tracker.api.views import repo_json, revision_json
+from tracker.api.views import repair_json, repo_json, revision_json
 from tracker.config import Settings
 from tracker.errors import AlreadyTracked
 
@@ -164,6 +165,9 @@ def rest_router(store: Store, settings: Settings) -> APIRouter:
         rev = revision_or_404(repo.id, sha)
         doc = revision_json(rev, detail=True)
         doc["plan"] = rev.plan or store.plan_at(repo.id, rev.seq)
+        repair = repair_json(repairs.state(store, repo.id, rev.sha))
+        if repair is not None:
+            doc["repair"] = repair
         return doc
 
     @router.get("/repos/{org}/{name}/compare/{spec}")

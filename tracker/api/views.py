@@ -33,6 +33,16 @@ def change_json(change: Change, *, detail: bool = False) -> dict[str, Any]:
     return out
 
 
+def repair_json(state: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A revision's repair (``storage.repairs.state``) as ``show --json`` and the API give it;
+    its last error stays with the operator (the log), as a check's does."""
+    if state is None:
+        return None
+    return {"status": state["status"], "paths": list(state["paths"]), "attempts": state["attempts"],
+            "recorded_at": iso(state["recorded_at"]), "next_attempt_at": iso(state["next_attempt_at"])
+            if state["status"] == "pending" else None, "done_at": iso(state["done_at"])}
+
+
 def revision_json(rev: RevisionRecord, *, detail: bool = False) -> dict[str, Any]:
     """One entry of ``history --json`` (and of the revisions API)."""
     out: dict[str, Any] = {

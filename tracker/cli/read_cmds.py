@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from advisories.rules import apply_rules
+from storage import repairs
 from tracker.api.change_views import group_changes, quiet_count
 from tracker.api.page_models import plan_line, quiet_sentence, when
-from tracker.api.views import change_json, iso, repo_json, revision_json
+from tracker.api.views import change_json, iso, repair_json, repo_json, revision_json
 from tracker.cli.context import Context
 from tracker.diff import diff_artifacts
 from tracker.errors import InvalidContent, NotTrackedError, RevisionUnknownError, UsageError
@@ -94,9 +95,12 @@ def show(ctx: Context) -> int:
     repo = ctx.resolve_repo(ctx.args.source)
     rev = _revision(ctx, repo.id, ctx.args.rev)
     plan = rev.plan or ctx.store.plan_at(repo.id, rev.seq)
+    repair = repair_json(repairs.state(ctx.store, repo.id, rev.sha))
     if ctx.json:
         doc = revision_json(rev, detail=True)
         doc["plan"] = plan
+        if repair is not None:
+            doc["repair"] = repair
         ctx.emit(doc)
         return 0
     print(f"{repo.id}@{rev.sha}")
@@ -105,6 +109,8 @@ def show(ctx: Context) -> int:
     print(f"  severity {rev.severity or '-'}  advisory {rev.advisory_id or '-'}")
     if rev.error:
         print(f"  error: {rev.error}")
+    if repair is not None:
+        print(f"  repair: {repair['status']} ({', '.join(repair['paths'])}; {repair['attempts']} attempt(s))")
     for view in group_changes(c for c in rev.changes if c.severity is not None):
         line(f"  - [{view.severity}] {view.label} ({view.path}): {view.sentence}")
         for reason in view.reasons:
