@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ CACHE_BYTES = 96 * 2**20  # chains' segments, all repos together
 RECORD_CACHE_BYTES = 64 * 2**20  # full records' stored JSON text
 MAX_CHAIN_BYTES = 16 * 2**20  # one chain larger than this is not kept: the SQL path answers
 _CHUNK = 1000  # commits per label statement (a querybatch's whole size)
+_SLOW_STEP = 250  # commits per SQL-path step, the deadline checked between them
 _SEGMENT_BYTES = 56 + 8 + 32  # a tuple, its slot in the list, its start position
 _SLOT_BYTES = 8
 
@@ -132,48 +134,58 @@ class CommitAnswers:
         self.records = _Lru(record_bytes)
         self.max_chain_bytes = min(max_chain_bytes, cache_bytes)
 
-    def answer(self, conn: Any, shas: Iterable[str], *, brief: bool) -> dict[str, Sequence[str]]:
+    def answer(self, conn: Any, shas: Iterable[str], *, brief: bool,
+               deadline: float | None = None) -> dict[str, Sequence[str]] | None:
         """``sha -> JSON texts`` of the live records whose GIT ranges hold it, sorted by id:
-        each record's brief, or (``brief=False``) its stored text."""
-        wanted = sorted({s.lower() for s in shas})
+        each record's brief, or (``brief=False``) its stored text. None once past
+        ``deadline`` (``time.monotonic()``; checked between chains read and SQL steps)."""
+        wanted = list({s.lower() for s in shas})
+        mark = _mark(conn)
+        out: dict[str, Sequence[str]] = dict.fromkeys(wanted, ())
+        held: dict[str, list[tuple[ChainAnswers, Label]]] = {}  # its labels (a commit may be in several repos)
+        slow: set[str] = set()
         cursor = conn.connection.cursor()  # the driver's own rows
         try:
-            labels = _labels(cursor, _mark(conn), wanted)
             chains: dict[tuple[str, int], ChainAnswers | None] = {}
-            for repo, chain, _pos, version in {lab for labs in labels.values() for lab in labs}:
-                if (repo, chain) not in chains:
-                    chains[(repo, chain)] = self._chain(cursor, _mark(conn), repo, chain, version)
-            out: dict[str, Sequence[str]] = {}
+            for sha, repo, chain, pos, version in _labels(cursor, mark, wanted):
+                key = (repo, chain)
+                if key in chains:
+                    c = chains[key]
+                else:
+                    if deadline is not None and time.monotonic() > deadline:
+                        return None
+                    c = chains[key] = self._chain(cursor, mark, repo, chain, version or 0)
+                if c is None:
+                    slow.add(sha)
+                elif sha in held:
+                    held[sha].append((c, (repo, chain, pos, version or 0)))
+                else:
+                    held[sha] = [(c, (repo, chain, pos, version or 0))]
             full: dict[str, list[tuple[str, str, int]]] = {}  # sha -> (id, repo, version), by id
-            slow: list[str] = []
-            for sha in wanted:
-                held = labels.get(sha)
-                if not held:
-                    out[sha] = []
+            for sha, parts in held.items():
+                if sha in slow:
                     continue
-                parts = [(lab, chains[(lab[0], lab[1])]) for lab in held]
-                if any(c is None for _, c in parts):
-                    slow.append(sha)
-                elif brief and len(parts) == 1:
-                    lab, c = parts[0]
-                    assert c is not None
+                if brief and len(parts) == 1:
+                    c, lab = parts[0]
                     out[sha] = c.at(lab[2])
-                else:  # stored in several repos (the union, by id), or full records wanted
-                    merged: dict[str, tuple[str, str, int]] = {}
-                    for lab, c in parts:
-                        assert c is not None
-                        for b in c.at(lab[2]):
-                            merged.setdefault(c.ids[b], (b, lab[0], lab[3]))
-                    if brief:
-                        out[sha] = [merged[k][0] for k in sorted(merged)]
-                    else:
-                        full[sha] = [(k, merged[k][1], merged[k][2]) for k in sorted(merged)]
+                    continue
+                merged: dict[str, tuple[str, str, int]] = {}  # the union over repos, by id
+                for c, lab in parts:
+                    for b in c.at(lab[2]):
+                        merged.setdefault(c.ids[b], (b, lab[0], lab[3]))
+                if brief:
+                    out[sha] = [merged[k][0] for k in sorted(merged)]
+                else:
+                    full[sha] = [(k, merged[k][1], merged[k][2]) for k in sorted(merged)]
             if full:
-                out.update(self._records(cursor, _mark(conn), full))
+                out.update(self._records(cursor, mark, full))
         finally:
             cursor.close()
-        if slow:
-            out.update(commit_rows.affecting_json(conn, slow, brief=brief))
+        slow_list = sorted(slow)
+        for i in range(0, len(slow_list), _SLOW_STEP):
+            if deadline is not None and time.monotonic() > deadline:
+                return None
+            out.update(commit_rows.affecting_json(conn, slow_list[i : i + _SLOW_STEP], brief=brief))
         return out
 
     def _chain(self, cursor: Any, mark: str, repo: str, chain: int, version: int) -> ChainAnswers | None:
@@ -236,10 +248,10 @@ def _args(mark: str, values: Sequence[str]) -> tuple[Any, ...]:
     return tuple(values) if mark == "?" else (list(values),)
 
 
-def _labels(cursor: Any, mark: str, shas: Sequence[str]) -> dict[str, list[Label]]:
-    """``sha -> [(repo, chain, pos, version)]``: its labels in every repo that stored it, and
-    the repo's index version, read in one statement (so the version is the labels' own)."""
-    out: dict[str, list[Label]] = {}
+def _labels(cursor: Any, mark: str, shas: Sequence[str]) -> list[tuple[str, str, int, int, int | None]]:
+    """``(sha, repo, chain, pos, version)``: each commit's label in every repo that stored it,
+    and the repo's index version, read in one statement (so the version is the labels' own)."""
+    out: list[tuple[str, str, int, int, int | None]] = []
     for i in range(0, len(shas), _CHUNK):
         chunk = shas[i : i + _CHUNK]
         cursor.execute(
@@ -248,6 +260,5 @@ def _labels(cursor: Any, mark: str, shas: Sequence[str]) -> dict[str, list[Label
             f" WHERE r.sha {_in(mark, len(chunk))} AND r.chain IS NOT NULL",
             _args(mark, chunk),
         )
-        for sha, repo, chain, pos, version in cursor.fetchall():
-            out.setdefault(sha, []).append((repo, chain, pos, version or 0))
+        out += cursor.fetchall()
     return out

@@ -544,13 +544,14 @@ class Store:
         with self.engine.connect() as conn:
             return commit_rows.affecting(conn, shas, full=full)
 
-    def advisories_affecting_json(self, shas: Iterable[str], *, brief: bool) -> dict[str, Sequence[str]]:
+    def advisories_affecting_json(self, shas: Iterable[str], *, brief: bool,
+                                  deadline: float | None = None) -> dict[str, Sequence[str]] | None:
         """``sha -> JSON texts`` of the live records holding it, as stored (no decode, no
         encode; ``brief``: their ``{"id","modified"}``): from the chains' answers kept in
         memory and checked against the index version (:mod:`storage.commit_answers`), the
-        same as :func:`commit_rows.affecting_json`."""
+        same as :func:`commit_rows.affecting_json`. None once past ``deadline``."""
         with self.engine.connect() as conn:
-            return self.commit_answers.answer(conn, shas, brief=brief)
+            return self.commit_answers.answer(conn, shas, brief=brief, deadline=deadline)
 
     def commits_held(self, advisory_id: str, *, limit: int) -> list[str]:
         """Stored commits the advisory's GIT ranges hold (at most ``limit``), from the index."""

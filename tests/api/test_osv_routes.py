@@ -245,6 +245,19 @@ def test_querybatch_answers_ids_and_modified_in_order(world: World) -> None:
     assert world.names(results[3]["vulns"]) == "CEX"
 
 
+def test_a_batch_of_plain_commits_answers_as_the_general_path(world: World) -> None:
+    """A scanner's batch ({"commit"} only) is answered in one pass; the same queries with a
+    field that sends them through the general parser answer the same, in order."""
+    sha = world.graph.sha
+    commits = [sha["F"], sha["W"], sha["F"].upper(), "f" * 40, sha["F"], sha["C"], sha["X"][:12]]
+    plain = world.post("/v1/querybatch", {"queries": [{"commit": c} for c in commits]})
+    general = world.post("/v1/querybatch", {"queries": [{"commit": c, "page_token": "x"} for c in commits]})
+    assert plain.status_code == general.status_code == 200
+    assert plain.json() == general.json()
+    results = plain.json()["results"]
+    assert results[0] == results[2] == results[4] and results[0]["vulns"] and results[3] == {}
+
+
 def test_querybatch_limits_and_errors(world: World) -> None:
     too_many = world.post("/v1/querybatch", {"queries": [{"commit": "ab" * 20}] * 1001})
     assert too_many.status_code == 400 and too_many.json()["code"] == 3

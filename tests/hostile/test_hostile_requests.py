@@ -195,8 +195,8 @@ def test_querybatch_work_is_budgeted(store: Store, monkeypatch: pytest.MonkeyPat
     seed_history(store, "org/model", n=3)
     real = osv_routes.commit_answers
 
-    def slow(*a: Any, **kw: Any) -> Any:
-        time.sleep(0.03)
+    def slow(*a: Any, **kw: Any) -> Any:  # one look-up answers the batch's commits: past the budget
+        time.sleep(0.06)
         return real(*a, **kw)
 
     monkeypatch.setattr(osv_routes, "commit_answers", slow)

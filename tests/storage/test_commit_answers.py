@@ -200,3 +200,19 @@ def test_segments_of_overlapping_spans() -> None:
         (0, (b,)), (2, (b,)), (3, (a, b)), (9, (a, b)), (19, (a, b)), (20, (a,)), (10**9, (a,))]
     assert chain.at(-1) == ()
     assert build_chain(7, spans, max_bytes=100) is None
+
+
+def test_a_batch_past_its_deadline_is_not_answered(store: Any) -> None:
+    """The budget of a querybatch is checked between the chains read and the SQL steps."""
+    import time
+
+    repo = "org/deadline"
+    store.add_repo(repo, source=repo, source_kind="hub")
+    shas = [f"{i:040x}" for i in range(1, 4)]
+    for i, sha in enumerate(shas):
+        _store(store, repo, sha, (shas[i - 1],) if i else (), _record(f"x_T-D{i}", [{"introduced": sha}]))
+    for sizes in [None, (4_000, 2_000, 10)]:  # kept, and a chain too big to keep (the SQL path)
+        store.commit_answers = CommitAnswers(*sizes) if sizes else CommitAnswers()
+        assert store.advisories_affecting_json(shas, brief=True, deadline=time.monotonic() - 1) is None
+        found = store.advisories_affecting_json(shas, brief=True, deadline=time.monotonic() + 60)
+        assert [len(found[sha]) for sha in shas] == [1, 2, 3]

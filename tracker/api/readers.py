@@ -9,7 +9,8 @@ store returns *candidates*; the router decides OSV semantics with :mod:`advisori
   record as only ``{"id", "modified"}`` (and ``"withdrawn"`` when set): what a batch needs.
 - ``affecting_json(shas, brief=)``: the same look-up for commit-only queries, live records
   only, each already encoded (the whole record, or ``brief``: its ``{"id","modified"}``),
-  sorted by id: what the routes splice into their answers without decoding anything.
+  sorted by id: what the routes splice into their answers without decoding anything;
+  None once past ``deadline`` (a batch's time budget), when the reader checks one.
 - ``for_purl(purl)``: every record whose ``affected[].database_specific.purl`` names the
   package of ``purl`` (given without version); the router checks the version.
 - ``for_package(ecosystem, name)``: records with that ``affected[].package`` (hubwatch's
@@ -43,7 +44,8 @@ class AdvisoryReader(Protocol):
 
     def affecting(self, shas: Iterable[str], *, full: bool = True) -> dict[str, list[dict[str, Any]]]: ...
 
-    def affecting_json(self, shas: Iterable[str], *, brief: bool) -> dict[str, Sequence[str]]: ...
+    def affecting_json(self, shas: Iterable[str], *, brief: bool,
+                       deadline: float | None = None) -> dict[str, Sequence[str]] | None: ...
 
 
 class MemoryAdvisoryReader:
@@ -95,8 +97,9 @@ class MemoryAdvisoryReader:
             ]
         return out
 
-    def affecting_json(self, shas: Iterable[str], *, brief: bool) -> dict[str, Sequence[str]]:
-        out = {}
+    def affecting_json(self, shas: Iterable[str], *, brief: bool,
+                       deadline: float | None = None) -> dict[str, Sequence[str]] | None:
+        out: dict[str, Sequence[str]] = {}
         for sha, records in self.affecting(shas).items():
             live = {str(r["id"]): r for r in records if not r.get("withdrawn")}
             out[sha] = [

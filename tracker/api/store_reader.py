@@ -44,8 +44,9 @@ class StoreAdvisoryReader:
     def affecting(self, shas: Iterable[str], *, full: bool = True) -> dict[str, list[dict[str, Any]]]:
         return self.store.advisories_affecting(shas, full=full)
 
-    def affecting_json(self, shas: Iterable[str], *, brief: bool) -> dict[str, Sequence[str]]:
-        return self.store.advisories_affecting_json(shas, brief=brief)
+    def affecting_json(self, shas: Iterable[str], *, brief: bool,
+                       deadline: float | None = None) -> dict[str, Sequence[str]] | None:
+        return self.store.advisories_affecting_json(shas, brief=brief, deadline=deadline)
 
     def ancestors_of(self, sha: str) -> set[str]:
         """Every stored ancestor of ``sha`` (a walk: the drift route counts them; queries
