@@ -75,10 +75,11 @@ def sha_of(repo: int, i: int) -> str:
 def seed(store: Store, repos: int, per_repo: int, every: int, rng: random.Random,
          progress: Callable[[str], None] = lambda _m: None) -> dict[str, int]:
     """Linear histories with realistic records; returns counts. Rows are tuples in column
-    order, their JSON columns encoded here (constant ones once: json.dumps, as the ORM's JSON
+    order (columns every schema since 0001 has), their JSON columns encoded here (constant ones once: json.dumps, as the ORM's JSON
     type writes them), so the bulk insert binds them as they are."""
     t0 = datetime(2024, 1, 1, tzinfo=UTC)
-    rev_t, ch_t, adv_t = (RevisionRow.__table__, ChangeRow.__table__, AdvisoryRow.__table__)  # type: ignore[attr-defined]
+    repo_t, rev_t, ch_t, adv_t = (RepoRow.__table__, RevisionRow.__table__, ChangeRow.__table__,  # type: ignore[attr-defined]
+                                  AdvisoryRow.__table__)  # type: ignore[attr-defined]
     counts = {"revisions": 0, "advisories": 0, "fixed": 0}
     rev_id = 0
     authors, topics, detail = json.dumps(["bench"]), json.dumps(list(CHANGE.topics)), json.dumps(CHANGE.detail)
@@ -86,9 +87,7 @@ def seed(store: Store, repos: int, per_repo: int, every: int, rng: random.Random
     for r in range(repos):
         repo_id = f"bench/model-{r:05d}"
         url = f"https://huggingface.co/{repo_id}"
-        with store.session() as s:
-            s.add(RepoRow(id=repo_id, source=repo_id, source_kind="hub", added_at=t0, head_sha=sha_of(r, per_repo)))
-            s.commit()
+        repo = [(repo_id, repo_id, "hub", "main", "all", True, sha_of(r, per_repo), t0, 0)]
         shas = [sha_of(r, i) for i in range(per_repo + 1)]
         revs, changes, advs = [], [], []
         fixes: dict[int, int] = {}  # advisory revision -> fixing revision
@@ -118,7 +117,7 @@ def seed(store: Store, repos: int, per_repo: int, every: int, rng: random.Random
                 changes.append((rev_id, 1, "other", "README.md", "README.md modified", None, "[]", "{}"))
             if record:
                 advs.append((record["id"], repo_id, sha, "MODERATE", when, when, None, json.dumps(record)))
-        bulk_insert(store, [(rev_t, REV_COLUMNS, revs), (ch_t, CHANGE_COLUMNS, changes), (adv_t, ADV_COLUMNS, advs)])
+        bulk_insert(store, [(repo_t, REPO_COLUMNS, repo), (rev_t, REV_COLUMNS, revs), (ch_t, CHANGE_COLUMNS, changes), (adv_t, ADV_COLUMNS, advs)])
         counts["revisions"] += len(revs)
         counts["advisories"] += len(advs)
         counts["fixed"] += len(fixes)
@@ -132,6 +131,8 @@ def seed(store: Store, repos: int, per_repo: int, every: int, rng: random.Random
     return counts
 
 
+# columns every schema since 0001 has (benchmarks/upgrade.py seeds a store at 0003)
+REPO_COLUMNS = ("id", "source", "source_kind", "branch", "backfill", "active", "head_sha", "added_at", "failures")
 REV_COLUMNS = ("id", "repo_id", "sha", "seq", "parent", "parents", "committed_at", "title", "message", "authors",
                "severity", "advisory_id", "tree_key", "reachable", "error", "chain_hash", "recorded_at")
 CHANGE_COLUMNS = ("revision_id", "idx", "kind", "path", "summary", "severity", "topics", "detail")
@@ -154,13 +155,19 @@ def bulk_insert(store: Store, batches: list[tuple[Any, Sequence[str], list[tuple
                         copy.write_row(row)
                 continue
             binds = [(j, b) for j, n in enumerate(names) if not isinstance(table.c[n].type, JSON)
-                     and (b := table.c[n].type.bind_processor(store.engine.dialect)) is not None]
+                     and (b := _binder(table.c[n].type, store.engine.dialect)) is not None]
             sql = f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
             cur.executemany(sql, [_bound(row, binds) for row in rows] if binds else rows)
         cur.close()
         raw.commit()
     finally:
         raw.close()
+
+
+def _binder(column_type: Any, dialect: Any) -> Callable[[Any], Any] | None:
+    """The bind processor the ORM applies for this dialect (a type decorator's own step and
+    its dialect implementation's: on SQLite a datetime becomes SQLAlchemy's text format)."""
+    return column_type.dialect_impl(dialect).bind_processor(dialect)  # type: ignore[no-any-return]
 
 
 def _bound(row: tuple[Any, ...], binds: list[tuple[int, Callable[[Any], Any]]]) -> tuple[Any, ...]:

@@ -64,3 +64,14 @@ def test_seed_only_times_the_seed_and_the_build(tmp_path) -> None:  # type: igno
     assert res["revisions"] == 100 and "trivial" not in res
     assert res["seed_cpu_s"] > 0 and res["index_cpu_s"] >= 0 and res["index_s"] > 0
     assert "| route |" not in out.read_text()
+
+
+def test_the_upgrade_benchmark_runs_small(db_url: str) -> None:
+    """benchmarks/upgrade.py: the api seed written at schema 0003, migrated to head (0004
+    builds the index); it checks every revision labelled and every advisory indexed."""
+    spec = importlib.util.spec_from_file_location("bench_upgrade", REPO_ROOT / "benchmarks" / "upgrade.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    line = bench.run(db_url, repos=2, per_repo=60, every=3, start="0003")
+    assert "120 revisions, 40 advisories" in line and "every revision labelled, every advisory indexed" in line
