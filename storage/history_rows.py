@@ -1,12 +1,13 @@
 """A repo's history read with core selects (no ORM objects), and its version.
 
 A history page is read often and never written: loading ORM rows (identity map, change
-tracking) cost more than the query itself (issue 17). ``version`` names what a page of
-history shows, in one indexed look-up, so readers in any process can keep pages: stored
-revisions never change what a page lists (only ``reachable``, which history entries
-leave out of their JSON), so the newest revision (its id, arrival order and chain hash,
-which covers every revision before it), the repo's ``added_at`` and its newest rename tell
-whether a kept page is still the page.
+tracking) cost more than the query itself (issue 17). :func:`probe` is one primary-key
+look-up that names what a page of history shows, so readers in any process can keep pages:
+``repos.history_version`` is bumped in the transaction of every write that changes a page
+(a revision, a rename, a repair's amendment, a rewrite's reachability), and ``added_at``
+tells a repo tracked anew under an id from the one that had it before. The same look-up says
+where a former id went.
+:func:`page` reads only what a history page shows, in one statement, nothing decoded.
 
 Imports: stdlib, sqlalchemy, storage.tables, tracker.model.
 """
@@ -14,40 +15,154 @@ Imports: stdlib, sqlalchemy, storage.tables, tracker.model.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from json.encoder import encode_basestring as _q  # type: ignore[attr-defined]
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select, text
 
 from storage.records import RevisionRecord
-from storage.tables import ChangeRow, RepoAliasRow, RepoRow, RevisionAmendmentRow, RevisionRow
+from storage.tables import ChangeRow, RevisionRow
 from tracker.model import Change, ChangeKind, Severity
 
 R = RevisionRow.__table__.c  # type: ignore[attr-defined]
 C = ChangeRow.__table__.c  # type: ignore[attr-defined]
-P = RepoRow.__table__.c  # type: ignore[attr-defined]
-AL = RepoAliasRow.__table__.c  # type: ignore[attr-defined]
-AM = RevisionAmendmentRow.__table__.c  # type: ignore[attr-defined]
 
 _REVISION_COLUMNS = (R.id, R.repo_id, R.sha, R.seq, R.parent, R.parents, R.committed_at, R.title, R.message,
                      R.authors, R.severity, R.advisory_id, R.reachable, R.error, R.chain_hash, R.recorded_at,
                      R.tree_key)
 
 
-def history_version(conn: Any, repo_id: str) -> tuple[Any, ...] | None:
-    """What a page of ``repo_id``'s history depends on; None when it has no revision.
+@dataclass(frozen=True, slots=True)
+class RepoProbe:
+    """What one look-up of an id found: the repo's history version, or where the id moved."""
 
-    A rename (:mod:`storage.renames`) appends its change to the head revision, and a repo
-    renamed back gets its old id again: the newest rename to the id is part of the version;
-    so is the newest amendment of a stored revision (:mod:`storage.repairs`: a repair).
-    """
-    renamed = select(func.max(AL.renamed_at)).where(AL.repo_id == repo_id).scalar_subquery()
-    amended = select(func.max(AM.id)).where(AM.repo_id == repo_id).scalar_subquery()
-    row = conn.execute(
-        select(R.id, R.seq, R.chain_hash, P.added_at, renamed, amended)
-        .join_from(RevisionRow.__table__, RepoRow.__table__, P.id == R.repo_id)
-        .where(R.repo_id == repo_id).order_by(R.seq.desc()).limit(1)
-    ).first()
-    return None if row is None else tuple(row)
+    version: tuple[Any, ...] | None  # None: no repo is tracked under this id
+    moved_to: str | None = None  # a renamed repo's id now, when this id is a former one
+
+
+_PROBE = text(
+    "SELECT history_version, added_at, NULL AS moved_to FROM repos WHERE id = :id "
+    "UNION ALL SELECT NULL, NULL, repo_id FROM repo_aliases WHERE old_id = :id"
+)
+
+
+def probe(conn: Any, repo_id: str) -> RepoProbe:
+    """The version of ``repo_id``'s history pages (one probe of each primary key)."""
+    version, moved_to = None, None
+    for counter, added_at, alias in conn.execute(_PROBE, {"id": repo_id}):
+        if alias is None:
+            version = (counter, added_at)
+        else:
+            moved_to = alias
+    return RepoProbe(version, None if version is not None else moved_to)
+
+
+def history_version(conn: Any, repo_id: str) -> tuple[Any, ...] | None:
+    """What a page of ``repo_id``'s history depends on; None when it is not tracked."""
+    return probe(conn, repo_id).version
+
+
+@dataclass(frozen=True, slots=True)
+class PageChange:
+    kind: str
+    path: str
+    summary: str
+    severity: str | None
+    topics_json: str  # the stored JSON text: pages that need topics decode it
+
+
+@dataclass(frozen=True, slots=True)
+class PageRevision:
+    """One history entry as pages show it: JSON columns as stored text, the time in RFC 3339."""
+
+    seq: int
+    sha: str
+    parent: str | None
+    committed_at: str | None  # 2024-01-01T00:01:00Z
+    title: str
+    authors_json: str
+    severity: str | None
+    advisory_id: str | None
+    reachable: bool
+    changes: list[PageChange]
+
+
+_PAGE = text(
+    "WITH page AS (SELECT id, seq, sha, parent, committed_at, title, CAST(authors AS TEXT) AS authors, "
+    "severity, advisory_id, reachable FROM revisions WHERE repo_id = :repo AND seq < :before "
+    "ORDER BY seq DESC LIMIT :n) "
+    "SELECT page.seq, page.sha, page.parent, page.committed_at, page.title, page.authors, page.severity, "
+    "page.advisory_id, page.reachable, c.kind, c.path, c.summary, c.severity, CAST(c.topics AS TEXT) "
+    "FROM page LEFT JOIN changes c ON c.revision_id = page.id ORDER BY page.seq DESC, c.idx"
+)
+NO_CURSOR = 2**31  # past every arrival order (revisions.seq is a 32-bit INTEGER on PostgreSQL)
+
+
+def page(conn: Any, repo_id: str, *, before_seq: int | None, limit: int) -> list[PageRevision]:
+    """Up to ``limit`` revisions newest first, ``before_seq`` exclusive, each with the part of
+    its changes pages show (never their details): one statement."""
+    out: list[PageRevision] = []
+    last = None
+    for seq, sha, parent, committed, title, authors, sev, adv, reachable, kind, path, summary, csev, topics in (
+            _page_rows(conn, repo_id, before_seq, limit)):
+        if seq != last:
+            last = seq
+            out.append(PageRevision(seq, sha, parent, rfc3339(committed), title, authors or "[]", sev, adv,
+                                    bool(reachable), []))
+        if kind is not None:
+            out[-1].changes.append(PageChange(kind, path, summary, csev, topics or "[]"))
+    return out
+
+
+def page_json(conn: Any, repo_id: str, *, before_seq: int | None, limit: int) -> list[tuple[int, str]]:
+    """The same page as the revisions API's entries (``revision_json`` without detail), each
+    ``(seq, JSON text)``: strings escaped as ``json.dumps`` escapes them, the stored authors
+    spliced as they are, no record built (issue 17)."""
+    out: list[tuple[int, str]] = []
+    changes: list[str] = []
+    head, last = "", None
+    for seq, sha, parent, committed, title, authors, sev, adv, _, kind, path, summary, csev, _topics in (
+            _page_rows(conn, repo_id, before_seq, limit)):
+        if seq != last:
+            if last is not None:
+                out.append((last, f'{head}{",".join(changes)}]}}'))
+            last, changes = seq, []
+            when = rfc3339(committed)
+            head = (f'{{"sha":{_q(sha)},"parent":{"null" if parent is None else _q(parent)},'
+                    f'"committed_at":{"null" if when is None else _q(when)},"title":{_q(title)},'
+                    f'"authors":{authors or "[]"},"severity":{"null" if sev is None else _q(sev)},'
+                    f'"advisory_id":{"null" if adv is None else _q(adv)},"changes":[')
+        if kind is not None:
+            changes.append(f'{{"kind":{_q(kind)},"path":{_q(path)},"summary":{_q(summary)},'
+                           f'"severity":{"null" if csev is None else _q(csev)}}}')
+    if last is not None:
+        out.append((last, f'{head}{",".join(changes)}]}}'))
+    return out
+
+
+def _page_rows(conn: Any, repo_id: str, before_seq: int | None, limit: int) -> Sequence[Any]:
+    return conn.execute(_PAGE, {"repo": repo_id, "before": NO_CURSOR if before_seq is None else before_seq,
+                                "n": limit}).all()
+
+
+_UTC = ("", "+00:00", "Z")
+
+
+def rfc3339(value: Any) -> str | None:
+    """A stored time as ``2024-01-01T00:01:00Z``: SQLite hands back its UTC text (sliced, not
+    parsed, when it is in the form written), PostgreSQL a datetime."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        tail = value[19:]
+        if len(value) >= 19 and value[10] in " T" and (tail in _UTC or (tail[:1] == "." and tail[7:] in _UTC)):
+            return f"{value[:10]}T{value[11:19]}Z"
+        value = datetime.fromisoformat(value)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def history(conn: Any, repo_id: str, *, limit: int | None, before_seq: int | None,

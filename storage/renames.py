@@ -85,7 +85,8 @@ def rename_repo(
         if s.get(RepoRow, new) is not None:
             raise RenameConflict(f"{old} was renamed on the Hub to {new}, which is tracked already")
         fields = row.model_dump()
-        fields.update(id=new, lease_owner=None, lease_expires_at=None)
+        # a new id's pages, and its former id's if it is renamed back, are never the kept ones
+        fields.update(id=new, lease_owner=None, lease_expires_at=None, history_version=row.history_version + 1)
         if row.source_kind == "hub" and row.source == old:
             fields["source"] = new
         s.add(RepoRow(**fields))

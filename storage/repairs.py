@@ -287,6 +287,9 @@ def append_amendment(s: Any, repo_id: str, rev: RevisionRow, before: dict[str, A
         revision_id=rev.id, repo_id=repo_id, after_seq=newest[0], reason=reason, before=before,
         severity=rev.severity, recorded_at=now,
         chain_hash=amendment_hash(tip, rev.sha, rev.severity, now_shown["changes"], reason)))
+    # the revision's history entry changed: pages kept per history version are made again (issue 17)
+    s.execute(update(RepoRow).where(col(RepoRow.id) == repo_id)
+              .values(history_version=col(RepoRow.history_version) + 1))
     s.flush()
 
 

@@ -268,12 +268,16 @@ class Store:
         """A history rewrite dropped ``shas`` from the branch; they stay stored, flagged."""
         shas = list(shas)
         with self.session() as s:
+            moved: dict[str, Any] = {}
             if shas:
                 s.execute(update(RevisionRow).where(
                     col(RevisionRow.repo_id) == repo_id, col(RevisionRow.sha).in_(shas)
                 ).values(reachable=False))
+                moved["history_version"] = col(RepoRow.history_version) + 1  # pages show reachability
             if head is not None:
-                s.execute(update(RepoRow).where(col(RepoRow.id) == repo_id).values(head_sha=head))
+                moved["head_sha"] = head
+            if moved:
+                s.execute(update(RepoRow).where(col(RepoRow.id) == repo_id).values(**moved))
             s.commit()
 
     def known_shas(self, repo_id: str) -> set[str]:
@@ -379,8 +383,10 @@ class Store:
                     .where(col(RevisionRow.repo_id) == rev.repo_id, col(RevisionRow.sha).in_(rev.unreachable))
                     .values(reachable=False)
                 )
+            moved: dict[str, Any] = {"history_version": col(RepoRow.history_version) + 1}  # pages kept per version
             if rev.new_head is not None:
-                s.execute(update(RepoRow).where(col(RepoRow.id) == rev.repo_id).values(head_sha=rev.new_head))
+                moved["head_sha"] = rev.new_head
+            s.execute(update(RepoRow).where(col(RepoRow.id) == rev.repo_id).values(**moved))
             try:
                 s.commit()
             except IntegrityError:  # another daemon recorded it between our check and commit
@@ -418,9 +424,23 @@ class Store:
             return history_rows.history(conn, repo_id, limit=limit, before_seq=before_seq, with_changes=with_changes)
 
     def history_version(self, repo_id: str) -> tuple[Any, ...] | None:
-        """What a page of the repo's history depends on (see :func:`history_rows.history_version`)."""
+        """What a page of the repo's history depends on; None when it is not tracked."""
+        return self.probe_repo(repo_id).version
+
+    def probe_repo(self, repo_id: str) -> history_rows.RepoProbe:
+        """The repo's history version, or the id a former id moved to (see :func:`history_rows.probe`)."""
         with self.engine.connect() as conn:
-            return history_rows.history_version(conn, repo_id)
+            return history_rows.probe(conn, repo_id)
+
+    def history_page(self, repo_id: str, *, before_seq: int | None, limit: int) -> list[history_rows.PageRevision]:
+        """What a history page shows of up to ``limit`` revisions (see :func:`history_rows.page`)."""
+        with self.engine.connect() as conn:
+            return history_rows.page(conn, repo_id, before_seq=before_seq, limit=limit)
+
+    def history_page_json(self, repo_id: str, *, before_seq: int | None, limit: int) -> list[tuple[int, str]]:
+        """The same, as the revisions API's entries, encoded (see :func:`history_rows.page_json`)."""
+        with self.engine.connect() as conn:
+            return history_rows.page_json(conn, repo_id, before_seq=before_seq, limit=limit)
 
     def get_revision(self, repo_id: str, rev: str) -> RevisionRecord | None:
         """One revision by full sha or a unique prefix (at least 4 hex digits), with plan."""

@@ -40,6 +40,9 @@ class RepoRow(SQLModel, table=True):
     # the soonest pending repair of a revision recorded with files unreadable for now (issue 10);
     # NULL when none: a check of an unchanged repo reads this from its claim, no query of its own
     repair_due_at: datetime | None = None
+    # bumped in every write transaction that changes what the repo's history pages show (a
+    # revision, a rename, an amendment, a rewrite's reachability): pages are kept per (this, added_at)
+    history_version: int = Field(default=0, sa_type=BigInteger, sa_column_kwargs={"server_default": "0"})
 
 
 class RevisionRow(SQLModel, table=True):

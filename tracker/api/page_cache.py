@@ -1,10 +1,10 @@
 """Stage 8 (read): answers kept by key, each valid for the version it was made at.
 
-A history page is the same bytes until its repo gets a revision; encoding it again on every
+A history page is the same bytes until a write changes it; encoding it again on every
 request was most of a page's cost (issue 17). Callers pass the version they just read from
-the database (:meth:`storage.store.Store.history_version`): one indexed look-up that sees
-every writer, in this process or another, on SQLite or PostgreSQL. A kept answer made at
-another version is a miss, and is replaced. At most ``max_bytes`` (as the caller weighs its
+the database (:meth:`storage.store.Store.probe_repo`): one primary-key look-up of a counter
+every such write bumps, which sees every writer, in this process or another, on SQLite or
+PostgreSQL. A kept answer made at another version is a miss, and is replaced. At most ``max_bytes`` (as the caller weighs its
 answers) are kept, the least recently used going first.
 
 Imports: stdlib.

@@ -9,6 +9,7 @@ pages and the paste-a-config form are in :mod:`tracker.api.pages_model`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -16,20 +17,21 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
 
 from storage.records import RevisionRecord
 from storage.store import Store
-from tracker.api.change_views import quiet_count, sentence
+from tracker.api.history_views import html_rows
 from tracker.api.page_cache import PageCache
 from tracker.api.page_models import (
     Urls,
     advisory_page,
     choices_of,
     compare_page,
-    quiet_sentence,
     revision_page,
     when,
 )
+from tracker.api.renamed import probe_of
 from tracker.api.rest import cursor_value
 from tracker.api.views import public_error
 from tracker.config import Settings
@@ -76,12 +78,29 @@ def first_parent_range(store: Store, repo_id: str, base: str, head: str) -> tupl
     return out, current == base
 
 
+def _history_html(store: Store, u: Urls, repo_id: str, before: int | None, size: int) -> Markup:
+    """The repo page's history table and pager (``repo_history.html.j2``)."""
+    revs = store.history_page(repo_id, limit=size + 1, before_seq=before)
+    rows = html_rows(u.repo(repo_id), f"{u.root}/advisories", revs[:size])
+    next_url = None
+    if len(revs) > size and rows:
+        next_url = u.repo(repo_id) + "?" + urlencode({"cursor": revs[size - 1].seq, "limit": size})
+    return Markup(ENV.get_template("repo_history.html.j2").render(
+        revisions=rows, cursor=before, next_url=next_url, first_url=u.repo(repo_id)))
+
+
+def _picker_html(u: Urls, repo_id: str, choices: list[RevisionRecord]) -> Markup:
+    return Markup(ENV.get_template("repo_picker.html.j2").render(
+        compare_action=f"{u.repo(repo_id)}/compare", choices=choices_of(choices)))
+
+
 def pages_router(store: Store, settings: Settings) -> APIRouter:
     from tracker.api.pages_model import model_router
 
     router = APIRouter(include_in_schema=False)
     router.include_router(model_router(store, settings))  # before /repos/{org}/{name}/{sha}
     picker: PageCache[list[RevisionRecord]] = PageCache(16 * 1024 * 1024)
+    fragments: PageCache[Markup] = PageCache(64 * 1024 * 1024)  # rendered HTML, weighed as str
 
     def newest(repo_id: str) -> list[RevisionRecord]:
         """The compare picker's revisions (the newest CHOICES), kept until a new one arrives:
@@ -113,34 +132,30 @@ def pages_router(store: Store, settings: Settings) -> APIRouter:
     @router.get("/repos/{org}/{name}", response_class=HTMLResponse)
     def repo_page(request: Request, org: str, name: str, cursor: str | None = Query(None, max_length=20),
                   limit: int = Query(PAGE_SIZE, ge=1)) -> HTMLResponse:
+        """The history part and the compare picker are rendered once per repo version (and
+        cursor) and kept (issue 17); the rest (status, last poll) is read for each request."""
         repo = store.get_repo(f"{org}/{name}")
         if repo is None:
             return error_page(request, 404, f"{org}/{name} is not tracked.")
-        before = cursor_value(cursor)
-        size = min(limit, PAGE_MAX)
-        revs = store.history(repo.id, limit=size + 1, before_seq=before)
-        u = urls(request)
-        rows = []
-        for r in revs[:size]:
-            flagged = [c for c in r.changes if c.severity is not None]
-            rows.append({
-                "sha": r.sha, "url": u.revision(repo.id, r.sha), "committed": when(r.committed_at),
-                "title": r.title, "severity": r.severity, "reachable": r.reachable,
-                "changes": [(c.severity.value if c.severity else None, sentence(c.summary)) for c in flagged],
-                "quiet": quiet_count(r.changes), "quiet_text": [quiet_sentence(c) for c in r.changes
-                                                                 if c.severity is None][:3],
-                "advisory_id": r.advisory_id, "advisory_url": u.advisory(r.advisory_id) if r.advisory_id else None,
-            })
-        next_url = None
-        if len(revs) > size and rows:
-            next_url = u.repo(repo.id) + "?" + urlencode({"cursor": revs[size - 1].seq, "limit": size})
-        choices = newest(repo.id)
+        probe = probe_of(request.scope, repo.id)
+        version = (probe.version if probe is not None else None) or store.history_version(repo.id)
+        before, size, u = cursor_value(cursor), min(limit, PAGE_MAX), urls(request)
         return render(request, "repo.html.j2", repo=repo, last_error=public_error(repo.last_error_kind, repo.last_error),
-                      revisions=rows, cursor=before, next_url=next_url,
-                      first_url=u.repo(repo.id), last_poll=when(repo.last_poll_at) if repo.last_poll_at else None,
+                      last_poll=when(repo.last_poll_at) if repo.last_poll_at else None,
                       feed_url=u.feed(repo.id), badge_url=u.badge(repo.id), api_url=u.api_repo(repo.id) + "/revisions",
-                      model_url=u.model(repo.id), compare_action=f"{u.repo(repo.id)}/compare",
-                      choices=choices_of(choices))
+                      model_url=u.model(repo.id),
+                      picker_html=kept_fragment(("picker", repo.id, u.root), version,
+                                                lambda: _picker_html(u, repo.id, newest(repo.id))),
+                      history_html=kept_fragment(("history", repo.id, before, size, u.root), version,
+                                                 lambda: _history_html(store, u, repo.id, before, size)))
+
+    def kept_fragment(key: tuple[Any, ...], version: Any, make: Callable[[], Markup]) -> Markup:
+        found = fragments.get(key, version) if version is not None else None
+        if found is None:
+            found = make()
+            if version is not None:
+                fragments.put(key, version, found, 2 * len(found) + 200)
+        return found
 
     @router.get("/repos/{org}/{name}/compare", response_class=HTMLResponse, response_model=None)
     def compare_form(request: Request, org: str, name: str, base: str = Query("", max_length=64),

@@ -3,6 +3,8 @@ to the same path under the id the repo moved to, as the Hub itself does for the 
 
 An ASGI middleware, so every route under ``/api/v1/repos/``, ``/repos/`` and ``/feeds/``
 follows a rename without each knowing of it; an id that is tracked (again) is served as is.
+Its one look-up (:meth:`storage.store.Store.probe_repo`) also reads the repo's history
+version, left in the scope (:func:`probe_of`) for the routes that keep pages by it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from urllib.parse import quote, unquote
 
 from starlette.concurrency import run_in_threadpool
 
-from storage.renames import canonical_id
+from storage.history_rows import RepoProbe
 from storage.store import Store
 
 Scope = MutableMapping[str, Any]
@@ -24,6 +26,13 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _REPO_PATH = re.compile(r"^(/api/v1/repos/|/repos/)([^/]+)/([^/]+)(/.*)?$")
 _FEED_PATH = re.compile(r"^(/feeds/)([^/]+)/([^/]+)\.atom$")
+_PROBE_KEY = "hubwatch.repo_probe"
+
+
+def probe_of(scope: Scope, repo_id: str) -> RepoProbe | None:
+    """The look-up this request's middleware made of ``repo_id``, if it made one."""
+    found = scope.get(_PROBE_KEY)
+    return found[1] if found is not None and found[0] == repo_id else None
 
 
 class RenamedRepos:
@@ -34,7 +43,7 @@ class RenamedRepos:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
-            target = await run_in_threadpool(self._moved, scope.get("path", ""))
+            target = await run_in_threadpool(self._moved, scope)
             if target is not None:
                 query = scope.get("query_string", b"").decode("latin-1")
                 location = scope.get("root_path", "") + target + (f"?{query}" if query else "")
@@ -44,15 +53,17 @@ class RenamedRepos:
                 return
         await self.app(scope, receive, send)
 
-    def _moved(self, path: str) -> str | None:
+    def _moved(self, scope: Scope) -> str | None:
+        path = scope.get("path", "")
         feed = _FEED_PATH.match(path)
         m = feed or _REPO_PATH.match(path)
         if m is None:
             return None
         repo_id = f"{unquote(m.group(2))}/{unquote(m.group(3))}"
-        now = canonical_id(self.store, repo_id)
-        if now == repo_id:
+        probe = self.store.probe_repo(repo_id)
+        scope[_PROBE_KEY] = (repo_id, probe)
+        if probe.moved_to is None:
             return None
-        org, name = (quote(p, safe="") for p in now.split("/", 1))
+        org, name = (quote(p, safe="") for p in probe.moved_to.split("/", 1))
         rest = ".atom" if feed else (m.group(4) or "")
         return f"{m.group(1)}{org}/{name}{rest}"

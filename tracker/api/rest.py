@@ -14,21 +14,24 @@ Errors are ``{"code", "message"}`` (installed by :mod:`tracker.api.app`).
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
 
 from storage import repairs
+from storage.history_rows import RepoProbe
 from storage.records import RepoRecord, RevisionRecord
 from storage.store import Store
 from tracker.api import compute
 from tracker.api.auth import token_guard
 from tracker.api.conditional import not_modified
+from tracker.api.history_views import page_json
 from tracker.api.page_cache import Kept, PageCache
+from tracker.api.renamed import probe_of
 from tracker.api.rest_subscriptions import subscriptions_router
 from tracker.api.source_policy import check_git_source
 from tracker.api.views import repair_json, repo_json, revision_json
@@ -137,23 +140,20 @@ def rest_router(store: Store, settings: Settings) -> APIRouter:
         return Response(status_code=204)
 
     @router.get("/repos/{org}/{name}/revisions", responses={200: {"model": HistoryPage}})
-    def revisions(
+    async def revisions(
         org: str, name: str, request: Request,
         cursor: str | None = Query(None, max_length=20, description="next_cursor of the previous page"),
         limit: int = Query(PAGE_DEFAULT, ge=1, description=f"page size (at most {PAGE_MAX} are returned)"),
     ) -> Response:
-        """Encoded once per page and kept until the repo gets a revision (issue 17), with a
-        strong ETag: ``If-None-Match`` answers 304."""
+        """Encoded once per page and kept per repo version (issue 17), with a strong ETag:
+        ``If-None-Match`` answers 304. A kept page costs no thread and no query of its own:
+        the version comes from the rename middleware's look-up of the repo."""
         repo_id = f"{org}/{name}"
-        before = _cursor(cursor)
-        size = min(limit, PAGE_MAX)
-        version = store.history_version(repo_id)
-        key = (repo_id, before, size, request.url.path)
-        kept = pages.get(key, version) if version is not None else None
+        key = (repo_id, _cursor(cursor), min(limit, PAGE_MAX), request.url.path)
+        probe = probe_of(request.scope, repo_id)
+        kept = pages.get(key, probe.version) if probe is not None and probe.version is not None else None
         if kept is None:
-            kept = _history_page(store, repo_id, before, size, request.url.path)
-            if version is not None:
-                pages.put(key, version, kept, len(kept.body))
+            kept = await run_in_threadpool(_kept_page, store, pages, key, probe)
         headers = {**kept.headers, "ETag": kept.etag}
         if not_modified(request, kept.etag, None):
             return Response(status_code=304, headers=headers)
@@ -214,19 +214,31 @@ def rest_router(store: Store, settings: Settings) -> APIRouter:
     return router
 
 
-def _history_page(store: Store, repo_id: str, before: int | None, size: int, path: str) -> Kept:
-    """One page of history, encoded, with its ``Link`` header (404 when not tracked)."""
-    revs = store.history(repo_id, limit=size + 1, before_seq=before)
-    if not revs and store.get_repo(repo_id) is None:
+def _kept_page(store: Store, pages: PageCache[Kept], key: tuple[str, int | None, int, str],
+               probe: RepoProbe | None) -> Kept:
+    """The page of ``key`` (repo, cursor, size, path), kept at the version read before it was
+    read (a write in between only makes the next request miss); 404 when not tracked."""
+    repo_id, before, size, path = key
+    version = (probe if probe is not None else store.probe_repo(repo_id)).version
+    if version is None:
         raise HTTPException(404, f"not tracked: {repo_id}")
+    kept = pages.get(key, version)
+    if kept is None:
+        kept = _history_page(store, repo_id, before, size, path)
+        pages.put(key, version, kept, len(kept.body) + 200)
+    return kept
+
+
+def _history_page(store: Store, repo_id: str, before: int | None, size: int, path: str) -> Kept:
+    """One page of history, encoded, with its ``Link`` header."""
+    revs = store.history_page_json(repo_id, limit=size + 1, before_seq=before)
     more = len(revs) > size
     revs = revs[:size]
-    next_cursor = str(revs[-1].seq) if more and revs else None
+    next_cursor = str(revs[-1][0]) if more and revs else None
     headers = {}
     if next_cursor is not None:
         headers["Link"] = f'<{path}?{urlencode({"cursor": next_cursor, "limit": size})}>; rel="next"'
-    doc = {"repo": repo_id, "revisions": [revision_json(r) for r in revs], "next_cursor": next_cursor}
-    return Kept.of(json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode(), headers)
+    return Kept.of(page_json(repo_id, revs, next_cursor), headers)
 
 
 def _cursor(cursor: str | None) -> int | None:
