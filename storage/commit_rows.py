@@ -71,7 +71,8 @@ def add_chain_point(db: Any, repo_id: str, label: Label, reach: Reach, chains: C
 
 def index_advisories(db: Any, repo_id: str, records: Mapping[str, Mapping[str, Any]], chains: Chains) -> bool:
     """(Re)write the spans of ``records`` (advisory id -> OSV record) of one repo; False
-    when there was nothing to write."""
+    when there was nothing to write. The caller raises the repo's index version
+    (:func:`bump_index_version`) in the same transaction, or kept answers stay as they were."""
     if not records:
         return False
     shas = set().union(*(event_shas(r) for r in records.values()))

@@ -216,3 +216,24 @@ def test_a_batch_past_its_deadline_is_not_answered(store: Any) -> None:
         assert store.advisories_affecting_json(shas, brief=True, deadline=time.monotonic() - 1) is None
         found = store.advisories_affecting_json(shas, brief=True, deadline=time.monotonic() + 60)
         assert [len(found[sha]) for sha in shas] == [1, 2, 3]
+
+
+def test_a_rename_and_a_new_repo_under_the_old_id_are_answered_afresh(store: Any) -> None:
+    """The rename moves the spans to the new id; a repo tracked again under the old id (its
+    chains numbered from 0 again, no advisory yet) answers nothing from the old one's."""
+    from storage.renames import rename_repo
+
+    old, new = "org/before", "org/after"
+    store.add_repo(old, source=old, source_kind="hub")
+    shas = [f"{i:040x}" for i in range(1, 4)]
+    for i, sha in enumerate(shas):
+        _store(store, old, sha, (shas[i - 1],) if i else (), _record("x_T-R", [{"introduced": shas[0]}]) if not i else None)
+    assert [len(t) for t in store.advisories_affecting_json(shas, brief=True).values()] == [1, 1, 1]
+    rename_repo(store, old, new, now=WHEN, edit_record=lambda r: r, event=None)
+    assert _agree(store, shas) == 6  # three commits, brief and full, under the new id
+    store.add_repo(old, source=old, source_kind="hub")
+    again = [f"{i:040x}" for i in range(11, 14)]
+    for i, sha in enumerate(again):
+        _store(store, old, sha, (again[i - 1],) if i else ())
+    assert _agree(store, [*again, *shas]) == 6
+    assert all(not t for t in store.advisories_affecting_json(again, brief=True).values())
