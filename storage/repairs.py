@@ -297,3 +297,47 @@ def _aware(value: datetime) -> datetime:
     from datetime import UTC
 
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+# ---------------------------------------------------------------- upgrades
+#: the words a revision recorded with files unreadable for now carries in its changes
+UNREADABLE_WORDS = "not readable from the source after several polls"
+
+
+def backfill(db: Any, now: datetime) -> int:
+    """Pending repairs for revisions recorded with files unreadable before repairs were
+    recorded (migration 0012): found by the words their changes carry, diffed against their
+    parent when it is stored. Returns how many were added. Plain tables, so later changes to
+    the models cannot change what this migration does."""
+    from sqlalchemy import JSON, column, table
+    from sqlmodel.sql.sqltypes import UTCDateTime
+
+    revs = table("revisions", column("id"), column("repo_id"), column("sha"), column("parent"), column("seq"),
+                 column("recorded_at", UTCDateTime()))
+    changes = table("changes", column("revision_id"), column("path"), column("summary"))
+    held = table("revision_repairs", column("revision_id"), column("repo_id"), column("base_sha"),
+                 column("paths", JSON), column("status"), column("attempts"),
+                 column("recorded_at", UTCDateTime()), column("next_attempt_at", UTCDateTime()))
+    repos = table("repos", column("id"), column("repair_due_at", UTCDateTime()))
+    r, c = revs.c, changes.c
+    found = db.execute(
+        select(r.id, r.repo_id, r.parent, r.seq, r.recorded_at, c.path).join_from(revs, changes, c.revision_id == r.id)
+        .where(c.summary.contains(UNREADABLE_WORDS), r.id.not_in(select(held.c.revision_id)))
+    ).all()
+    wanted: dict[int, dict[str, Any]] = {}
+    for rev_id, repo_id, parent, seq, recorded_at, path in found:
+        entry = wanted.setdefault(rev_id, {"repo": repo_id, "parent": parent, "seq": seq, "at": recorded_at,
+                                           "paths": set()})
+        entry["paths"].add(str(path).split("#", 1)[0])
+    if not wanted:
+        return 0
+    for rev_id, e in sorted(wanted.items()):
+        base = db.execute(select(r.seq).where(r.repo_id == e["repo"], r.sha == e["parent"])).first() \
+            if e["parent"] else None
+        db.execute(held.insert().values(
+            revision_id=rev_id, repo_id=e["repo"], base_sha=e["parent"] if base and base[0] < e["seq"] else None,
+            paths=sorted(p for p in e["paths"] if p and p != "/"), status=PENDING, attempts=0,
+            recorded_at=e["at"] or now, next_attempt_at=now))
+    for repo_id in sorted({e["repo"] for e in wanted.values()}):
+        db.execute(update(repos).where(repos.c.id == repo_id).values(repair_due_at=now))
+    return len(wanted)

@@ -404,3 +404,54 @@ def test_in_the_daemon_a_repair_costs_requests_only_where_one_is_pending_and_sta
 
     results = cycle()  # nothing pending anywhere: one request per repo
     assert {r.status for r in results.values()} == {"unchanged"} and hub.count() == 3
+
+
+def test_a_permanent_property_found_by_the_repair_ends_it(
+    add_repo: Callable[..., RepoBuilder], db: Store, hub: HubEmulator,
+) -> None:
+    """Read again, the file is over the size cap (the limit was lowered meanwhile): that is a
+    property of its content, recorded as what the revision holds; the repair is done, not retried."""
+    clock = Clock()
+    opts = _options(clock)
+    builder = add_repo(REPO, commits=1)
+    sha = _record_unreadable(db, hub, builder, opts, clock)
+    hub.faults.clear()
+    clock.advance(900)
+    hub.reset_stats()
+    small = replace(opts, limits=replace(opts.limits, max_file_bytes=16))
+    assert _check(db, hub, small).repaired == 1
+    assert hub.count("resolve") == 0  # the tree says it is too large: no request
+    assert any("over the cap of 16" in s for s in _summaries(db, sha)), _summaries(db, sha)
+    assert repairs.state(db, REPO, sha)["status"] == "repaired"  # type: ignore[index]
+    assert db.get_repo(REPO).repair_due_at is None  # type: ignore[union-attr]
+
+
+def test_an_upgraded_database_repairs_revisions_recorded_unreadable_before(
+    add_repo: Callable[..., RepoBuilder], db: Store, hub: HubEmulator,
+) -> None:
+    """Migration 0012 finds revisions an older release recorded with files unreadable (no
+    repair was recorded then) and gives each a pending repair."""
+    from sqlalchemy import text
+
+    from storage.engine import migrate
+
+    clock = Clock()
+    opts = _options(clock)
+    builder = add_repo(REPO, commits=1)
+    sha = _record_unreadable(db, hub, builder, opts, clock)
+    parent = db.get_revision(REPO, sha).parent  # type: ignore[union-attr]
+    with db.engine.begin() as c:  # the database as the release before 0010 left it
+        c.execute(text("DELETE FROM revision_repairs"))
+        c.execute(text("UPDATE repos SET repair_due_at = NULL"))
+        c.execute(text("UPDATE alembic_version SET version_num = '0011'"))
+    assert repairs.state(db, REPO, sha) is None
+    migrate(db.engine)
+    found = repairs.state(db, REPO, sha)
+    assert found is not None and found["status"] == "pending" and found["paths"] == ["config.json"]
+    assert db.get_repo(REPO).repair_due_at is not None  # type: ignore[union-attr]
+    [item] = repairs.due(db, REPO, now=datetime.now(UTC), limit=5)
+    assert item.base_sha == parent
+    hub.faults.clear()
+    clock.now = datetime.now(UTC)
+    assert _check(db, hub, opts).repaired == 1
+    assert any("512 -> 4096" in s for s in _summaries(db, sha))
