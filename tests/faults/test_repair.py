@@ -455,3 +455,27 @@ def test_an_upgraded_database_repairs_revisions_recorded_unreadable_before(
     clock.now = datetime.now(UTC)
     assert _check(db, hub, opts).repaired == 1
     assert any("512 -> 4096" in s for s in _summaries(db, sha))
+
+
+def test_two_revisions_recorded_unreadable_in_a_row_are_both_repaired_in_order(
+    add_repo: Callable[..., RepoBuilder], db: Store, hub: HubEmulator,
+) -> None:
+    clock = Clock()
+    opts = _options(clock)
+    builder = add_repo(REPO, commits=1)
+    assert _check(db, hub, opts).new_revisions == 1
+    first = builder.commit({"config.json": config_bytes(max_position_embeddings=4096)}, title="longer")
+    second = builder.commit({"config.json": config_bytes(max_position_embeddings=8192)}, title="longer still")
+    hub.faults.add("status", route="resolve", status=404, error_code="EntryNotFound")
+    for _ in range(2):
+        clock.advance(900)
+        assert _check(db, hub, opts).error_kind == "incomplete"
+    clock.advance(900)
+    assert _check(db, hub, opts).new_revisions == 2
+    assert [repairs.state(db, REPO, sha)["status"] for sha in (first, second)] == ["pending"] * 2  # type: ignore[index]
+    hub.faults.clear()
+    clock.advance(900)
+    assert _check(db, hub, opts).repaired == 2
+    assert any("512 -> 4096" in s for s in _summaries(db, first)), _summaries(db, first)
+    assert any("4096 -> 8192" in s for s in _summaries(db, second)), _summaries(db, second)
+    assert repairs.verify_chain(db, REPO) == []
