@@ -479,3 +479,36 @@ def test_two_revisions_recorded_unreadable_in_a_row_are_both_repaired_in_order(
     assert any("512 -> 4096" in s for s in _summaries(db, first)), _summaries(db, first)
     assert any("4096 -> 8192" in s for s in _summaries(db, second)), _summaries(db, second)
     assert repairs.verify_chain(db, REPO) == []
+
+
+@pytest.mark.parametrize("fault, params", [
+    ("short", {"keep": 3}),  # short Range answers: the safetensors header is cut every time
+    ("status", {"status": 503}),
+    ("reset", {}),
+])
+def test_a_weights_header_that_kept_failing_is_repaired(
+    add_repo: Callable[..., RepoBuilder], db: Store, hub: HubEmulator, fault: str, params: dict[str, Any],
+) -> None:
+    """Other transient faults, on a safetensors header read by Range: the same repair."""
+    from tests.hubemu import safetensors_bytes
+
+    clock = Clock()
+    opts = _options(clock)
+    builder = add_repo(REPO, commits=1)
+    assert _check(db, hub, opts).new_revisions == 1
+    sha = builder.commit({"model.safetensors": safetensors_bytes({"w": ("BF16", [4, 4]), "extra": ("F32", [8])})},
+                         title="an extra tensor")
+    hub.faults.add(fault, route="resolve", **params)
+    for _ in range(2):
+        clock.advance(900)
+        assert _check(db, hub, opts).error_kind == "incomplete"
+    clock.advance(900)
+    assert _check(db, hub, opts).new_revisions == 1
+    assert repairs.state(db, REPO, sha)["paths"] == ["model.safetensors"]  # type: ignore[index]
+    assert not any("1 added" in s for s in _summaries(db, sha)), _summaries(db, sha)
+    hub.faults.clear()
+    clock.advance(900)
+    assert _check(db, hub, opts).repaired == 1
+    summaries = _summaries(db, sha)
+    assert any("tensors changed (1 added)" in s for s in summaries), summaries
+    assert not any("not read" in s or "could not be read" in s for s in summaries), summaries
