@@ -142,6 +142,15 @@ def page_json(conn: Any, repo_id: str, *, before_seq: int | None, limit: int) ->
     return out
 
 
+_CHOICES = text("SELECT sha, committed_at, title FROM revisions WHERE repo_id = :repo ORDER BY seq DESC LIMIT :n")
+
+
+def choices(conn: Any, repo_id: str, *, limit: int) -> list[tuple[str, str | None, str]]:
+    """The newest ``limit`` revisions as a compare picker lists them: (sha, RFC 3339 time, title)."""
+    return [(sha, rfc3339(committed), title) for sha, committed, title in
+            conn.execute(_CHOICES, {"repo": repo_id, "n": limit})]
+
+
 def _page_rows(conn: Any, repo_id: str, before_seq: int | None, limit: int) -> Sequence[Any]:
     return conn.execute(_PAGE, {"repo": repo_id, "before": NO_CURSOR if before_seq is None else before_seq,
                                 "n": limit}).all()

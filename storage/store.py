@@ -146,8 +146,14 @@ class Store:
             return True
 
     def get_repo(self, repo_id: str) -> RepoRecord | None:
-        with self.session() as s:
-            return self._repo(s, repo_id) if s.get(RepoRow, repo_id) else None
+        """One statement, no ORM object: every page of a repo reads it (issue 17)."""
+        with self.engine.connect() as conn:
+            row = conn.execute(_REPO_READ, {"id": repo_id}).first()
+        if row is None:
+            return None
+        fields = dict(row._mapping)
+        newest = fields.pop("newest")
+        return RepoRecord(**fields, revisions=int(newest or 0))
 
     def list_repos(self, *, include_inactive: bool = False) -> list[RepoRecord]:
         with self.session() as s:
@@ -437,6 +443,11 @@ class Store:
         with self.engine.connect() as conn:
             return history_rows.page(conn, repo_id, before_seq=before_seq, limit=limit)
 
+    def history_choices(self, repo_id: str, *, limit: int) -> list[tuple[str, str | None, str]]:
+        """The newest revisions' (sha, RFC 3339 time, title) (see :func:`history_rows.choices`)."""
+        with self.engine.connect() as conn:
+            return history_rows.choices(conn, repo_id, limit=limit)
+
     def history_page_json(self, repo_id: str, *, before_seq: int | None, limit: int) -> list[tuple[int, str]]:
         """The same, as the revisions API's entries, encoded (see :func:`history_rows.page_json`)."""
         with self.engine.connect() as conn:
@@ -662,6 +673,14 @@ def _claim_statement(dialect: str) -> Any:
         .values(lease_owner=bindparam("owner"), lease_expires_at=bindparam("expires"))
         .returning(*[c[name] for name in _REPO_FIELDS])
     )
+
+
+_REPO_READ = select(  # type: ignore[call-overload]
+    *[RepoRow.__table__.c[name] for name in _REPO_FIELDS],  # type: ignore[attr-defined]
+    # seq runs 1, 2, ... per repo: max(seq) is the count, one probe of the (repo_id, seq) index
+    select(func.max(RevisionRow.seq)).where(col(RevisionRow.repo_id) == col(RepoRow.id))
+    .scalar_subquery().label("newest"),
+).where(col(RepoRow.id) == bindparam("id"))
 
 
 def _repo_record(row: RepoRow, revisions: int) -> RepoRecord:

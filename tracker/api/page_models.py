@@ -129,7 +129,7 @@ def plan_line(plan: Mapping[str, Any] | None) -> str:
 
 def revision_page(u: Urls, repo: RepoRecord, rev: RevisionRecord, *, plan: Mapping[str, Any] | None,
                   advisory_ok: bool, parent_stored: bool, child: str | None,
-                  choices: Sequence[RevisionRecord]) -> RevisionPage:
+                  choices: Sequence[RevisionChoice]) -> RevisionPage:
     flagged = [c for c in rev.changes if c.severity is not None]
     quiet_changes = [c for c in rev.changes if c.severity is None and "plan.delta" not in c.topics]
     views = tuple(group_changes(flagged))
@@ -169,14 +169,15 @@ def revision_page(u: Urls, repo: RepoRecord, rev: RevisionRecord, *, plan: Mappi
         prev_url=u.revision(repo.id, rev.parent) if rev.parent and parent_stored else None,
         next_url=u.revision(repo.id, child) if child else None, repo_url=u.repo(repo.id),
         compare_action=f"{u.repo(repo.id)}/compare",
-        choices=choices_of(choices),
+        choices=tuple(choices),
     )
 
 
-def choices_of(revs: Sequence[RevisionRecord]) -> tuple[RevisionChoice, ...]:
-    """The compare picker's options: short sha, date, title."""
-    return tuple(RevisionChoice(r.sha, f"{r.sha[:12]} · {when(r.committed_at)[:10]} · {cut(r.title, 60)}")
-                 for r in revs)
+def choices_of(revs: Sequence[tuple[str, str | None, str]]) -> tuple[RevisionChoice, ...]:
+    """The compare picker's options from ``(sha, committed_at in RFC 3339, title)``: short sha,
+    date, title."""
+    return tuple(RevisionChoice(sha, f"{sha[:12]} · {(committed or '—')[:10]} · {cut(title, 60)}")
+                 for sha, committed, title in revs)
 
 
 def quiet_sentence(c: Change) -> str:
@@ -295,7 +296,7 @@ class ComparePage:
 
 
 def compare_page(u: Urls, repo: RepoRecord, base: RevisionRecord, head: RevisionRecord,
-                 between: Sequence[RevisionRecord], choices: Sequence[RevisionRecord], note: str) -> ComparePage:
+                 between: Sequence[RevisionRecord], choices: Sequence[RevisionChoice], note: str) -> ComparePage:
     """The stored changes of every revision after ``base`` up to ``head`` (newest first)."""
     from tracker.model import max_severity
 
@@ -315,5 +316,5 @@ def compare_page(u: Urls, repo: RepoRecord, base: RevisionRecord, head: Revision
         repo_id=repo.id, base=base.sha, head=head.sha, headline=headline, severity=worst.value if worst else None,
         steps=tuple(steps), note=note, repo_url=u.repo(repo.id),
         json_url=f"{u.api_repo(repo.id)}/compare/{base.sha}...{head.sha}", compare_action=f"{u.repo(repo.id)}/compare",
-        choices=choices_of(choices), base_url=u.revision(repo.id, base.sha), head_url=u.revision(repo.id, head.sha),
+        choices=tuple(choices), base_url=u.revision(repo.id, base.sha), head_url=u.revision(repo.id, head.sha),
     )

@@ -24,6 +24,7 @@ from storage.store import Store
 from tracker.api.history_views import html_rows
 from tracker.api.page_cache import PageCache
 from tracker.api.page_models import (
+    RevisionChoice,
     Urls,
     advisory_page,
     choices_of,
@@ -89,9 +90,9 @@ def _history_html(store: Store, u: Urls, repo_id: str, before: int | None, size:
         revisions=rows, cursor=before, next_url=next_url, first_url=u.repo(repo_id)))
 
 
-def _picker_html(u: Urls, repo_id: str, choices: list[RevisionRecord]) -> Markup:
+def _picker_html(u: Urls, repo_id: str, choices: tuple[RevisionChoice, ...]) -> Markup:
     return Markup(ENV.get_template("repo_picker.html.j2").render(
-        compare_action=f"{u.repo(repo_id)}/compare", choices=choices_of(choices)))
+        compare_action=f"{u.repo(repo_id)}/compare", choices=choices))
 
 
 def pages_router(store: Store, settings: Settings) -> APIRouter:
@@ -99,18 +100,18 @@ def pages_router(store: Store, settings: Settings) -> APIRouter:
 
     router = APIRouter(include_in_schema=False)
     router.include_router(model_router(store, settings))  # before /repos/{org}/{name}/{sha}
-    picker: PageCache[list[RevisionRecord]] = PageCache(16 * 1024 * 1024)
+    picker: PageCache[tuple[RevisionChoice, ...]] = PageCache(16 * 1024 * 1024)
     fragments: PageCache[Markup] = PageCache(64 * 1024 * 1024)  # rendered HTML, weighed as str
 
-    def newest(repo_id: str) -> list[RevisionRecord]:
-        """The compare picker's revisions (the newest CHOICES), kept until a new one arrives:
+    def newest(repo_id: str) -> tuple[RevisionChoice, ...]:
+        """The compare picker's options (the newest CHOICES revisions), kept per repo version:
         loading them was most of a page's cost (issue 17)."""
         version = store.history_version(repo_id)
         found = picker.get(repo_id, version) if version is not None else None
         if found is None:
-            found = store.history(repo_id, limit=CHOICES, with_changes=False)
+            found = choices_of(store.history_choices(repo_id, limit=CHOICES))
             if version is not None:
-                picker.put(repo_id, version, found, 400 * len(found))
+                picker.put(repo_id, version, found, 300 * len(found))
         return found
 
     @router.get("/", response_class=HTMLResponse)
