@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 import threading
 import time
+from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -142,7 +143,8 @@ class CommitAnswers:
         wanted = list({s.lower() for s in shas})
         mark = _mark(conn)
         out: dict[str, Sequence[str]] = dict.fromkeys(wanted, ())
-        held: dict[str, list[tuple[ChainAnswers, Label]]] = {}  # its labels (a commit may be in several repos)
+        first: dict[str, tuple[ChainAnswers, Label]] = {}  # a commit's label (in one repo) ...
+        more: dict[str, list[tuple[ChainAnswers, Label]]] = {}  # ... and its others, if any
         slow: set[str] = set()
         cursor = conn.connection.cursor()  # the driver's own rows
         try:
@@ -157,22 +159,22 @@ class CommitAnswers:
                     c = chains[key] = self._chain(cursor, mark, repo, chain, version or 0)
                 if c is None:
                     slow.add(sha)
-                elif sha in held:
-                    held[sha].append((c, (repo, chain, pos, version or 0)))
+                elif sha in first:
+                    more.setdefault(sha, []).append((c, (repo, chain, pos, version or 0)))
                 else:
-                    held[sha] = [(c, (repo, chain, pos, version or 0))]
+                    first[sha] = (c, (repo, chain, pos, version or 0))
             full: dict[str, list[tuple[str, str, int]]] = {}  # sha -> (id, repo, version), by id
-            for sha, parts in held.items():
+            for sha, (c, lab) in first.items():
                 if sha in slow:
                     continue
-                if brief and len(parts) == 1:
-                    c, lab = parts[0]
-                    out[sha] = c.at(lab[2])
+                if brief and sha not in more:  # the common case: one repo, the kept tuple
+                    i = bisect_right(c.starts, lab[2]) - 1
+                    out[sha] = c.segments[i] if i >= 0 else ()
                     continue
                 merged: dict[str, tuple[str, str, int]] = {}  # the union over repos, by id
-                for c, lab in parts:
-                    for b in c.at(lab[2]):
-                        merged.setdefault(c.ids[b], (b, lab[0], lab[3]))
+                for c_, lab_ in [(c, lab), *more.get(sha, ())]:
+                    for b in c_.at(lab_[2]):
+                        merged.setdefault(c_.ids[b], (b, lab_[0], lab_[3]))
                 if brief:
                     out[sha] = [merged[k][0] for k in sorted(merged)]
                 else:
