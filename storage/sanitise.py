@@ -77,6 +77,7 @@ def storable(rev: NewRevision) -> NewRevision:
         advisory=None if rev.advisory is None else clean_json(rev.advisory),
         advisory_updates=tuple((clean_json(r), clean_text(why)) for r, why in rev.advisory_updates),
         error=None if rev.error is None else clean_text(rev.error, 2_000),
+        unreadable=tuple(clean_text(p) for p in rev.unreadable),  # named only: a repair reads the tree
     )
 
 

@@ -141,3 +141,19 @@ def test_the_same_blob_written_twice_at_once_fails_nobody(store) -> None:  # typ
     with ThreadPoolExecutor(4) as pool:
         assert all(pool.map(store.record_revision, revs))
     assert store.get_blob("git:readme") == b"# same readme everywhere"
+
+
+def test_a_revision_with_files_unreadable_for_now_gets_a_pending_repair(store) -> None:  # type: ignore[no-untyped-def]
+    """Hostile file names too (not UTF-8: a lone surrogate): the repair names them cleaned,
+    so the revision is recorded and the repo's head moves (issue 16, point 3; issue 10)."""
+    from storage import repairs
+
+    store.add_repo("org/model", source="org/model", source_kind="hub")
+    assert store.record_revision(_rev(SHA1, None))
+    assert store.get_repo("org/model").repair_due_at is None
+    assert store.record_revision(_rev(SHA2, SHA1, unreadable=("config.json", "x\udcff/config.json"), base_sha=SHA1))
+    state = repairs.state(store, "org/model", SHA2)
+    assert state is not None and state["status"] == "pending" and state["paths"] == ["config.json", "x\\xff/config.json"]
+    assert store.get_repo("org/model").repair_due_at is not None and store.get_repo("org/model").head_sha == SHA2
+    [item] = repairs.due(store, "org/model", now=state["next_attempt_at"], limit=5)
+    assert item.base_sha == SHA1 and item.sha == SHA2

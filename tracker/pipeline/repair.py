@@ -93,10 +93,10 @@ def _failed(store: Store, item: PendingRepair, opts: PipelineOptions, error: str
     at = opts.repair.next_attempt(item, now)
     if at is None:
         log.warning("%s@%s: giving up the repair of %s after %d attempts: %s", item.repo_id, item.sha[:12],
-                    ", ".join(item.paths), item.attempts + 1, error)
+                    _names(item.paths), item.attempts + 1, error)
     else:
         log.info("%s@%s: repair of %s failed (attempt %d), next at %s: %s", item.repo_id, item.sha[:12],
-                 ", ".join(item.paths), item.attempts + 1, at.isoformat(), error)
+                 _names(item.paths), item.attempts + 1, at.isoformat(), error)
     opts.writes.run(f"recording the repair attempt of {item.repo_id}@{item.sha[:12]}",
                     lambda: repairs.attempt_failed(store, item, now=now, error=error, next_attempt_at=at))
 
@@ -113,7 +113,7 @@ def _repair(store: Store, source: HubSource, repo: RepoRecord, item: PendingRepa
     snap = _read(source, rev.sha, tree, store, opts)  # only the missing files are asked for
     cache = _ArtifactCache(store, opts.max_json_depth)
     later = _advisories_after(store, repo.id, rev.seq)
-    reason = f"repaired: {', '.join(item.paths)} read on repair attempt {item.attempts + 1}"
+    reason = f"repaired: {_names(item.paths)} read on repair attempt {item.attempts + 1}"
     new, head, complete = _analyse(store, source, repo, rev, item.base_sha, snap, cache.get(repo.id, item.base_sha),
                                    opts, later)
     amendments = [_amendment(store, rev, new, reason, opts)]
@@ -125,7 +125,7 @@ def _repair(store: Store, source: HubSource, repo: RepoRecord, item: PendingRepa
             store, source, repo, child, rev.sha, child_snap, head, opts, _advisories_after(store, repo.id, child.seq))
         if _shown(child_new) != _shown_record(child):
             amendments.append(_amendment(store, child, child_new,
-                                         f"re-diffed against {rev.sha[:12]}, repaired ({', '.join(item.paths)})", opts))
+                                         f"re-diffed against {rev.sha[:12]}, repaired ({_names(item.paths)})", opts))
             fresh.append((child.sha, child_head, child_complete))
     if not opts.writes.run(f"amending {repo.id}@{rev.sha[:12]}",
                            lambda: repairs.amend(store, item, amendments, now=opts.clock())):
@@ -135,7 +135,7 @@ def _repair(store: Store, source: HubSource, repo: RepoRecord, item: PendingRepa
         if whole:
             RECENT.put((where, repo.id, sha, opts.max_json_depth), artifacts)
     log.warning("%s@%s: repaired (%s readable now); %d revision(s) amended", repo.id, rev.sha[:12],
-                ", ".join(item.paths), len(amendments))
+                _names(item.paths), len(amendments))
     return 1
 
 
@@ -196,6 +196,12 @@ def _advisories_after(store: Store, repo_id: str, seq: int) -> frozenset[str]:
     """Advisories of revisions recorded after ``seq``: a repaired revision cannot fix them."""
     later = {r.sha for r in store.history(repo_id, with_changes=False) if r.seq > seq}
     return frozenset(a.id for a in store.list_advisories(repo_id) if a.sha in later)
+
+
+def _names(paths: tuple[str, ...], shown: int = 5) -> str:
+    """The paths a repair is about, a few named (a hostile tree may list thousands)."""
+    out = ", ".join(paths[:shown])
+    return out + (f" (+{len(paths) - shown} more)" if len(paths) > shown else "")
 
 
 def _shown(new: NewRevision) -> tuple[object, ...]:
