@@ -582,6 +582,8 @@ class Store:
         memory and checked against the index version (:mod:`storage.commit_answers`), the
         same as :func:`commit_rows.affecting_json`. None once past ``deadline``."""
         with self.engine.connect() as conn:
+            if self.dialect == "postgresql":  # reads only: no BEGIN, no ROLLBACK round trip
+                conn = conn.execution_options(isolation_level="AUTOCOMMIT")
             return self.commit_answers.answer(conn, shas, brief=brief, deadline=deadline)
 
     def commits_held(self, advisory_id: str, *, limit: int) -> list[str]:
