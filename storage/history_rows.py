@@ -59,6 +59,19 @@ def probe(conn: Any, repo_id: str) -> RepoProbe:
     return RepoProbe(version, None if version is not None else moved_to)
 
 
+class HistoryReader:
+    """:func:`probe` and :func:`page_json` on one connection."""
+
+    def __init__(self, conn: Any):
+        self.conn = conn
+
+    def probe(self, repo_id: str) -> RepoProbe:
+        return probe(self.conn, repo_id)
+
+    def page_json(self, repo_id: str, *, before_seq: int | None, limit: int) -> list[tuple[int, str]]:
+        return page_json(self.conn, repo_id, before_seq=before_seq, limit=limit)
+
+
 def history_version(conn: Any, repo_id: str) -> tuple[Any, ...] | None:
     """What a page of ``repo_id``'s history depends on; None when it is not tracked."""
     return probe(conn, repo_id).version

@@ -59,6 +59,10 @@ class Store:
 
     def __init__(self, engine: Engine):
         self.engine = engine
+        # reads that need no transaction: no BEGIN / ROLLBACK round trips on PostgreSQL (on
+        # SQLite, leaving autocommit costs a PRAGMA at every return to the pool)
+        self.reads = engine if engine.dialect.name == "sqlite" else engine.execution_options(
+            isolation_level="AUTOCOMMIT")
         self.commit_answers = CommitAnswers()  # this process's kept commit answers (issue 17)
 
     @property
@@ -147,7 +151,7 @@ class Store:
 
     def get_repo(self, repo_id: str) -> RepoRecord | None:
         """One statement, no ORM object: every page of a repo reads it (issue 17)."""
-        with self.engine.connect() as conn:
+        with self.reads.connect() as conn:
             row = conn.execute(_REPO_READ, {"id": repo_id}).first()
         if row is None:
             return None
@@ -435,22 +439,28 @@ class Store:
 
     def probe_repo(self, repo_id: str) -> history_rows.RepoProbe:
         """The repo's history version, or the id a former id moved to (see :func:`history_rows.probe`)."""
-        with self.engine.connect() as conn:
+        with self.reads.connect() as conn:
             return history_rows.probe(conn, repo_id)
+
+    @contextmanager
+    def history_reader(self) -> Iterator[history_rows.HistoryReader]:
+        """A request's probe and its page on one connection (one pool checkout)."""
+        with self.reads.connect() as conn:
+            yield history_rows.HistoryReader(conn)
 
     def history_page(self, repo_id: str, *, before_seq: int | None, limit: int) -> list[history_rows.PageRevision]:
         """What a history page shows of up to ``limit`` revisions (see :func:`history_rows.page`)."""
-        with self.engine.connect() as conn:
+        with self.reads.connect() as conn:
             return history_rows.page(conn, repo_id, before_seq=before_seq, limit=limit)
 
     def history_choices(self, repo_id: str, *, limit: int) -> list[tuple[str, str | None, str]]:
         """The newest revisions' (sha, RFC 3339 time, title) (see :func:`history_rows.choices`)."""
-        with self.engine.connect() as conn:
+        with self.reads.connect() as conn:
             return history_rows.choices(conn, repo_id, limit=limit)
 
     def history_page_json(self, repo_id: str, *, before_seq: int | None, limit: int) -> list[tuple[int, str]]:
         """The same, as the revisions API's entries, encoded (see :func:`history_rows.page_json`)."""
-        with self.engine.connect() as conn:
+        with self.reads.connect() as conn:
             return history_rows.page_json(conn, repo_id, before_seq=before_seq, limit=limit)
 
     def get_revision(self, repo_id: str, rev: str) -> RevisionRecord | None:

@@ -4,7 +4,8 @@ to the same path under the id the repo moved to, as the Hub itself does for the 
 An ASGI middleware, so every route under ``/api/v1/repos/``, ``/repos/`` and ``/feeds/``
 follows a rename without each knowing of it; an id that is tracked (again) is served as is.
 Its one look-up (:meth:`storage.store.Store.probe_repo`) also reads the repo's history
-version, left in the scope (:func:`probe_of`) for the routes that keep pages by it.
+version, left in the scope (:func:`probe_of`) for the routes that keep pages by it; the
+revisions route makes that look-up itself, with its page (``_FOLLOWS_ITSELF``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 _REPO_PATH = re.compile(r"^(/api/v1/repos/|/repos/)([^/]+)/([^/]+)(/.*)?$")
 _FEED_PATH = re.compile(r"^(/feeds/)([^/]+)/([^/]+)\.atom$")
 _PROBE_KEY = "hubwatch.repo_probe"
+#: Routes that answer a former id's 307 themselves, from the look-up that also reads their
+#: page (one worker thread and one connection per request instead of two: issue 17).
+_FOLLOWS_ITSELF = re.compile(r"^/api/v1/repos/[^/]+/[^/]+/revisions$")
 
 
 def probe_of(scope: Scope, repo_id: str) -> RepoProbe | None:
@@ -42,11 +46,11 @@ class RenamedRepos:
         self.app, self.store = app, store
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
+        path = scope.get("path", "") if scope["type"] == "http" and scope["method"] in ("GET", "HEAD") else ""
+        if (_FEED_PATH.match(path) or _REPO_PATH.match(path)) and not _FOLLOWS_ITSELF.match(path):
             target = await run_in_threadpool(self._moved, scope)
             if target is not None:
-                query = scope.get("query_string", b"").decode("latin-1")
-                location = scope.get("root_path", "") + target + (f"?{query}" if query else "")
+                location = moved_location(scope, target)
                 await send({"type": "http.response.start", "status": 307,
                             "headers": [(b"location", location.encode("latin-1")), (b"content-length", b"0")]})
                 await send({"type": "http.response.body", "body": b""})
@@ -54,16 +58,27 @@ class RenamedRepos:
         await self.app(scope, receive, send)
 
     def _moved(self, scope: Scope) -> str | None:
-        path = scope.get("path", "")
-        feed = _FEED_PATH.match(path)
-        m = feed or _REPO_PATH.match(path)
-        if m is None:
-            return None
-        repo_id = f"{unquote(m.group(2))}/{unquote(m.group(3))}"
+        repo_id, _ = repo_of_path(scope.get("path", ""))
         probe = self.store.probe_repo(repo_id)
         scope[_PROBE_KEY] = (repo_id, probe)
-        if probe.moved_to is None:
-            return None
-        org, name = (quote(p, safe="") for p in probe.moved_to.split("/", 1))
-        rest = ".atom" if feed else (m.group(4) or "")
-        return f"{m.group(1)}{org}/{name}{rest}"
+        return None if probe.moved_to is None else moved_path(scope.get("path", ""), probe.moved_to)
+
+
+def repo_of_path(path: str) -> tuple[str, re.Match[str]]:
+    m = _FEED_PATH.match(path) or _REPO_PATH.match(path)
+    assert m is not None
+    return f"{unquote(m.group(2))}/{unquote(m.group(3))}", m
+
+
+def moved_path(path: str, moved_to: str) -> str:
+    """``path`` (a repo's page, route or feed) under the id the repo moved to."""
+    _, m = repo_of_path(path)
+    org, name = (quote(p, safe="") for p in moved_to.split("/", 1))
+    rest = ".atom" if m.re is _FEED_PATH else (m.group(4) or "")
+    return f"{m.group(1)}{org}/{name}{rest}"
+
+
+def moved_location(scope: Scope, target: str) -> str:
+    """The ``Location`` of the 307 to ``target``: root path and query kept."""
+    query = scope.get("query_string", b"").decode("latin-1")
+    return scope.get("root_path", "") + target + (f"?{query}" if query else "")

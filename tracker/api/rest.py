@@ -23,7 +23,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from storage import repairs
-from storage.history_rows import RepoProbe
 from storage.records import RepoRecord, RevisionRecord
 from storage.store import Store
 from tracker.api import compute
@@ -31,7 +30,7 @@ from tracker.api.auth import token_guard
 from tracker.api.conditional import not_modified
 from tracker.api.history_views import page_json
 from tracker.api.page_cache import Kept, PageCache
-from tracker.api.renamed import probe_of
+from tracker.api.renamed import moved_location, moved_path
 from tracker.api.rest_subscriptions import subscriptions_router
 from tracker.api.source_policy import check_git_source
 from tracker.api.views import repair_json, repo_json, revision_json
@@ -146,14 +145,14 @@ def rest_router(store: Store, settings: Settings) -> APIRouter:
         limit: int = Query(PAGE_DEFAULT, ge=1, description=f"page size (at most {PAGE_MAX} are returned)"),
     ) -> Response:
         """Encoded once per page and kept per repo version (issue 17), with a strong ETag:
-        ``If-None-Match`` answers 304. A kept page costs no thread and no query of its own:
-        the version comes from the rename middleware's look-up of the repo."""
+        ``If-None-Match`` answers 304. One worker thread and one connection per request: the
+        version look-up (which also finds a former id: 307, as the rename middleware answers
+        elsewhere) and, when no page is kept at that version, the page."""
         repo_id = f"{org}/{name}"
         key = (repo_id, _cursor(cursor), min(limit, PAGE_MAX), request.url.path)
-        probe = probe_of(request.scope, repo_id)
-        kept = pages.get(key, probe.version) if probe is not None and probe.version is not None else None
-        if kept is None:
-            kept = await run_in_threadpool(_kept_page, store, pages, key, probe)
+        kept = await run_in_threadpool(_kept_page, store, pages, key)
+        if isinstance(kept, str):
+            return Response(status_code=307, headers={"location": moved_location(request.scope, kept)})
         headers = {**kept.headers, "ETag": kept.etag}
         if not_modified(request, kept.etag, None):
             return Response(status_code=304, headers=headers)
@@ -214,24 +213,26 @@ def rest_router(store: Store, settings: Settings) -> APIRouter:
     return router
 
 
-def _kept_page(store: Store, pages: PageCache[Kept], key: tuple[str, int | None, int, str],
-               probe: RepoProbe | None) -> Kept:
+def _kept_page(store: Store, pages: PageCache[Kept], key: tuple[str, int | None, int, str]) -> Kept | str:
     """The page of ``key`` (repo, cursor, size, path), kept at the version read before it was
-    read (a write in between only makes the next request miss); 404 when not tracked."""
+    read (a write in between only makes the next request miss); the path to redirect to when
+    the id is a renamed repo's former one; 404 when not tracked."""
     repo_id, before, size, path = key
-    version = (probe if probe is not None else store.probe_repo(repo_id)).version
-    if version is None:
-        raise HTTPException(404, f"not tracked: {repo_id}")
-    kept = pages.get(key, version)
-    if kept is None:
-        kept = _history_page(store, repo_id, before, size, path)
-        pages.put(key, version, kept, len(kept.body) + 200)
+    with store.history_reader() as reader:
+        probe = reader.probe(repo_id)
+        if probe.moved_to is not None:
+            return moved_path(path, probe.moved_to)
+        if probe.version is None:
+            raise HTTPException(404, f"not tracked: {repo_id}")
+        kept = pages.get(key, probe.version)
+        if kept is None:
+            kept = _history_page(reader.page_json(repo_id, limit=size + 1, before_seq=before), repo_id, size, path)
+            pages.put(key, probe.version, kept, len(kept.body) + 200)
     return kept
 
 
-def _history_page(store: Store, repo_id: str, before: int | None, size: int, path: str) -> Kept:
-    """One page of history, encoded, with its ``Link`` header."""
-    revs = store.history_page_json(repo_id, limit=size + 1, before_seq=before)
+def _history_page(revs: list[tuple[int, str]], repo_id: str, size: int, path: str) -> Kept:
+    """One page of history (``size + 1`` entries read), encoded, with its ``Link`` header."""
     more = len(revs) > size
     revs = revs[:size]
     next_cursor = str(revs[-1][0]) if more and revs else None
