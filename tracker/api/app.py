@@ -71,11 +71,19 @@ def create_app(
     return app
 
 
+_gc_settled = False
+
+
 def _settle_gc() -> None:
-    """What exists once the app is built (modules, routes, templates: ~10^5 objects) is
-    frozen out of the cyclic collector, and young collections run per 20,000 allocations,
-    not 700: a querybatch allocates thousands of containers, and each full collection
-    walked the whole heap (about a fifth of the server's CPU under load; issue 17)."""
+    """Once per process: what exists once the first app is built (modules, routes,
+    templates: ~10^5 objects) is frozen out of the cyclic collector, and young collections
+    run per 20,000 allocations, not 700: a querybatch allocates thousands of containers, and
+    each full collection walked the whole heap (issue 17). Only once, so a process that
+    builds many apps (the tests) does not keep freezing objects that later become garbage."""
+    global _gc_settled
+    if _gc_settled:
+        return
+    _gc_settled = True
     gc.collect()
     gc.freeze()
     gc.set_threshold(max(gc.get_threshold()[0], 20_000), 20, 20)
