@@ -63,5 +63,6 @@ def test_repoll_records_nothing_twice(tmp_path: Path) -> None:
     cli.ok("track", str(src), "--as", "google/gemma-2b-it")
     first = cli.ok("history", "google/gemma-2b-it", "--json").json()
     polled = cli.ok("poll", "--json").json()
-    assert polled == [{"repo": "google/gemma-2b-it", "status": "unchanged", "new_revisions": 0, "error": None}]
+    assert polled == [{"repo": "google/gemma-2b-it", "status": "unchanged", "new_revisions": 0, "repaired": 0,
+                      "error": None}]
     assert cli.ok("history", "google/gemma-2b-it", "--json").json() == first

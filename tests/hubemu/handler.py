@@ -91,8 +91,10 @@ class Handler(BaseHTTPRequestHandler):
             rec.fault = fault.kind if fault else None
             resp = self._answer(method, route, repo, args, url.query, body, fault)
             if resp is not None:
-                self._send(method, resp, fault)
+                # recorded before the answer goes out: a client that has read it may look at
+                # the request log at once (the send can still fail: the status is what was sent)
                 rec.status = resp.status
+                self._send(method, resp, fault)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
         finally:
