@@ -25,6 +25,7 @@ import pytest
 from advisories.webhooks import new_secret
 from storage import Store, open_store, repairs
 from storage import subscriptions as subs
+from tests.advisories.osv_helpers import assert_valid
 from tests.api.data import settings as api_settings
 from tests.corpus import REPO_ROOT
 from tests.daemon.helpers import config_bytes
@@ -154,6 +155,8 @@ def test_a_revision_recorded_unreadable_is_repaired_once_the_file_reads(
         assert amended.record["published"] == before["published"]
         assert amended.record["modified"] > before["modified"]
         assert "max_position_embeddings" in str(amended.record["database_specific"]["changes"])
+        assert "## Record history" in amended.record["details"] and "amended: repaired" in amended.record["details"]
+        assert_valid(amended.record)  # still a valid OSV record
         assert [v[2] for v in db.advisory_versions(advisory.id)][-1].startswith("repaired: config.json")
         assert repairs.verify_chain(db, REPO) == []  # the amendment is appended, history intact
 
@@ -512,3 +515,35 @@ def test_a_weights_header_that_kept_failing_is_repaired(
     summaries = _summaries(db, sha)
     assert any("tensors changed (1 added)" in s for s in summaries), summaries
     assert not any("not read" in s or "could not be read" in s for s in summaries), summaries
+
+
+def test_an_advisory_that_only_said_could_not_be_read_is_withdrawn_when_nothing_of_note_is_left(
+    add_repo: Callable[..., RepoBuilder], db: Store, hub: HubEmulator,
+) -> None:
+    """The commit only re-serialised config.json (same JSON): once read, nothing of note is
+    left, and the advisory "changed but could not be read" earned is withdrawn, not deleted."""
+    import json
+
+    from tests.daemon.helpers import BASE_CONFIG
+
+    clock = Clock()
+    opts = _options(clock)
+    builder = add_repo(REPO, commits=1)
+    assert _check(db, hub, opts).new_revisions == 1
+    sha = builder.commit({"config.json": json.dumps(BASE_CONFIG, indent=4).encode()}, title="reformat")
+    hub.faults.add("status", route="resolve", status=404, error_code="EntryNotFound")
+    for _ in range(2):
+        clock.advance(900)
+        _check(db, hub, opts)
+    clock.advance(900)
+    assert _check(db, hub, opts).new_revisions == 1
+    [advisory] = db.list_advisories(REPO)
+    assert advisory.withdrawn is None
+    hub.faults.clear()
+    clock.advance(900)
+    assert _check(db, hub, opts).repaired == 1
+    after = db.get_advisory(advisory.id)
+    assert after is not None and after.withdrawn is not None and "no change of note" in after.record["summary"]
+    rev = db.get_revision(REPO, sha)
+    assert rev is not None and rev.severity is None, rev.changes
+    assert_valid(after.record)
