@@ -14,7 +14,7 @@ Imports: stdlib, sqlalchemy, storage.tables, tracker.model.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from json.encoder import encode_basestring as _q  # type: ignore[attr-defined]
@@ -22,7 +22,7 @@ from typing import Any
 
 from sqlalchemy import select, text
 
-from storage.records import RevisionRecord
+from storage.records import RepoRecord, RevisionRecord
 from storage.tables import ChangeRow, RevisionRow
 from tracker.model import Change, ChangeKind, Severity
 
@@ -60,16 +60,22 @@ def probe(conn: Any, repo_id: str) -> RepoProbe:
 
 
 class HistoryReader:
-    """:func:`probe` and :func:`page_json` on one connection."""
+    """A page's reads on one connection: :func:`probe`, the repo, :func:`page_json`, :func:`page`."""
 
-    def __init__(self, conn: Any):
-        self.conn = conn
+    def __init__(self, conn: Any, repo: Callable[[Any, str], RepoRecord | None]):
+        self.conn, self._repo = conn, repo
 
     def probe(self, repo_id: str) -> RepoProbe:
         return probe(self.conn, repo_id)
 
+    def repo(self, repo_id: str) -> RepoRecord | None:
+        return self._repo(self.conn, repo_id)
+
     def page_json(self, repo_id: str, *, before_seq: int | None, limit: int) -> list[tuple[int, str]]:
         return page_json(self.conn, repo_id, before_seq=before_seq, limit=limit)
+
+    def page(self, repo_id: str, *, before_seq: int | None, limit: int) -> list[PageRevision]:
+        return page(self.conn, repo_id, before_seq=before_seq, limit=limit)
 
 
 def history_version(conn: Any, repo_id: str) -> tuple[Any, ...] | None:

@@ -152,12 +152,7 @@ class Store:
     def get_repo(self, repo_id: str) -> RepoRecord | None:
         """One statement, no ORM object: every page of a repo reads it (issue 17)."""
         with self.reads.connect() as conn:
-            row = conn.execute(_REPO_READ, {"id": repo_id}).first()
-        if row is None:
-            return None
-        fields = dict(row._mapping)
-        newest = fields.pop("newest")
-        return RepoRecord(**fields, revisions=int(newest or 0))
+            return _repo_on(conn, repo_id)
 
     def list_repos(self, *, include_inactive: bool = False) -> list[RepoRecord]:
         with self.session() as s:
@@ -444,9 +439,9 @@ class Store:
 
     @contextmanager
     def history_reader(self) -> Iterator[history_rows.HistoryReader]:
-        """A request's probe and its page on one connection (one pool checkout)."""
+        """A request's probe, repo and page on one connection (one pool checkout)."""
         with self.reads.connect() as conn:
-            yield history_rows.HistoryReader(conn)
+            yield history_rows.HistoryReader(conn, _repo_on)
 
     def history_page(self, repo_id: str, *, before_seq: int | None, limit: int) -> list[history_rows.PageRevision]:
         """What a history page shows of up to ``limit`` revisions (see :func:`history_rows.page`)."""
@@ -693,6 +688,15 @@ _REPO_READ = select(  # type: ignore[call-overload]
     select(func.max(RevisionRow.seq)).where(col(RevisionRow.repo_id) == col(RepoRow.id))
     .scalar_subquery().label("newest"),
 ).where(col(RepoRow.id) == bindparam("id"))
+
+
+def _repo_on(conn: Any, repo_id: str) -> RepoRecord | None:
+    row = conn.execute(_REPO_READ, {"id": repo_id}).first()
+    if row is None:
+        return None
+    fields = dict(row._mapping)
+    newest = fields.pop("newest")
+    return RepoRecord(**fields, revisions=int(newest or 0))
 
 
 def _repo_record(row: RepoRow, revisions: int) -> RepoRecord:

@@ -19,6 +19,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
+from storage.history_rows import HistoryReader
 from storage.records import RevisionRecord
 from storage.store import Store
 from tracker.api.history_views import html_rows
@@ -32,7 +33,7 @@ from tracker.api.page_models import (
     revision_page,
     when,
 )
-from tracker.api.renamed import probe_of
+from tracker.api.renamed import moved_location, moved_path
 from tracker.api.rest import cursor_value
 from tracker.api.views import public_error
 from tracker.config import Settings
@@ -79,9 +80,9 @@ def first_parent_range(store: Store, repo_id: str, base: str, head: str) -> tupl
     return out, current == base
 
 
-def _history_html(store: Store, u: Urls, repo_id: str, before: int | None, size: int) -> Markup:
+def _history_html(reader: HistoryReader, u: Urls, repo_id: str, before: int | None, size: int) -> Markup:
     """The repo page's history table and pager (``repo_history.html.j2``)."""
-    revs = store.history_page(repo_id, limit=size + 1, before_seq=before)
+    revs = reader.page(repo_id, limit=size + 1, before_seq=before)
     rows = html_rows(u.repo(repo_id), f"{u.root}/advisories", revs[:size])
     next_url = None
     if len(revs) > size and rows:
@@ -130,25 +131,30 @@ def pages_router(store: Store, settings: Settings) -> APIRouter:
         } for a in store.list_advisories(limit=20)]
         return render(request, "index.html.j2", repos=repos, advisories=advisories)
 
-    @router.get("/repos/{org}/{name}", response_class=HTMLResponse)
+    @router.get("/repos/{org}/{name}", response_class=HTMLResponse, response_model=None)
     def repo_page(request: Request, org: str, name: str, cursor: str | None = Query(None, max_length=20),
-                  limit: int = Query(PAGE_SIZE, ge=1)) -> HTMLResponse:
+                  limit: int = Query(PAGE_SIZE, ge=1)) -> HTMLResponse | RedirectResponse:
         """The history part and the compare picker are rendered once per repo version (and
-        cursor) and kept (issue 17); the rest (status, last poll) is read for each request."""
-        repo = store.get_repo(f"{org}/{name}")
-        if repo is None:
-            return error_page(request, 404, f"{org}/{name} is not tracked.")
-        probe = probe_of(request.scope, repo.id)
-        version = (probe.version if probe is not None else None) or store.history_version(repo.id)
+        cursor) and kept (issue 17); the rest (status, last poll) is read for each request.
+        One connection: the version look-up (a former id: 307), the repo, the page if not kept."""
         before, size, u = cursor_value(cursor), min(limit, PAGE_MAX), urls(request)
+        with store.history_reader() as reader:
+            probe = reader.probe(f"{org}/{name}")
+            if probe.moved_to is not None:
+                target = moved_path(request.url.path, probe.moved_to)
+                return RedirectResponse(moved_location(request.scope, target), status_code=307)
+            repo = reader.repo(f"{org}/{name}") if probe.version is not None else None
+            if repo is None:
+                return error_page(request, 404, f"{org}/{name} is not tracked.")
+            history_html = kept_fragment(("history", repo.id, before, size, u.root), probe.version,
+                                         lambda: _history_html(reader, u, repo.id, before, size))
         return render(request, "repo.html.j2", repo=repo, last_error=public_error(repo.last_error_kind, repo.last_error),
                       last_poll=when(repo.last_poll_at) if repo.last_poll_at else None,
                       feed_url=u.feed(repo.id), badge_url=u.badge(repo.id), api_url=u.api_repo(repo.id) + "/revisions",
                       model_url=u.model(repo.id),
-                      picker_html=kept_fragment(("picker", repo.id, u.root), version,
+                      picker_html=kept_fragment(("picker", repo.id, u.root), probe.version,
                                                 lambda: _picker_html(u, repo.id, newest(repo.id))),
-                      history_html=kept_fragment(("history", repo.id, before, size, u.root), version,
-                                                 lambda: _history_html(store, u, repo.id, before, size)))
+                      history_html=history_html)
 
     def kept_fragment(key: tuple[Any, ...], version: Any, make: Callable[[], Markup]) -> Markup:
         found = fragments.get(key, version) if version is not None else None

@@ -5,7 +5,8 @@ An ASGI middleware, so every route under ``/api/v1/repos/``, ``/repos/`` and ``/
 follows a rename without each knowing of it; an id that is tracked (again) is served as is.
 Its one look-up (:meth:`storage.store.Store.probe_repo`) also reads the repo's history
 version, left in the scope (:func:`probe_of`) for the routes that keep pages by it; the
-revisions route makes that look-up itself, with its page (``_FOLLOWS_ITSELF``).
+revisions route and the repo page make that look-up themselves, with their page
+(``_FOLLOWS_ITSELF``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ _FEED_PATH = re.compile(r"^(/feeds/)([^/]+)/([^/]+)\.atom$")
 _PROBE_KEY = "hubwatch.repo_probe"
 #: Routes that answer a former id's 307 themselves, from the look-up that also reads their
 #: page (one worker thread and one connection per request instead of two: issue 17).
-_FOLLOWS_ITSELF = re.compile(r"^/api/v1/repos/[^/]+/[^/]+/revisions$")
+_FOLLOWS_ITSELF = re.compile(r"^(/api/v1/repos/[^/]+/[^/]+/revisions|/repos/[^/]+/[^/]+)$")
 
 
 def probe_of(scope: Scope, repo_id: str) -> RepoProbe | None:
