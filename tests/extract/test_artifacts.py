@@ -241,3 +241,27 @@ def test_an_unchanged_tokenizer_json_is_taken_from_the_earlier_revision() -> Non
     assert extract_artifacts(changed, earlier=planted).tokenizer.vocab_size == 1  # type: ignore[union-attr]
     gone = snapshot_of({"config.json": b'{"a": 2}'})
     assert extract_artifacts(gone, earlier=planted).tokenizer is None
+
+
+def _header(tensors: dict[str, list[int]]) -> bytes:
+    doc, offset = {}, 0
+    for name, shape in tensors.items():
+        n = 2 * (shape[0] * shape[1])
+        doc[name] = {"dtype": "F16", "shape": shape, "data_offsets": [offset, offset + n]}
+        offset += n
+    return json.dumps(doc).encode()
+
+
+def test_unchanged_safetensors_tensors_are_taken_from_the_earlier_revision() -> None:
+    header = _header({"a": [2, 2], "b": [4, 2]})
+    files = {"model.safetensors": b"weights v1", "config.json": b'{"a": 1}'}
+    first = extract_artifacts(snapshot_of(files, headers={"model.safetensors": header}))
+    second = snapshot_of({**files, "config.json": b'{"a": 2}'}, headers={"model.safetensors": header})
+    assert extract_artifacts(second, earlier=first) == extract_artifacts(second)
+    # taken, not parsed again: tensors planted in the earlier manifest come through ...
+    (shard,) = first.weights.files
+    planted = replace(first, weights=replace(first.weights, files=(replace(shard, tensors=()),)))
+    assert extract_artifacts(second, earlier=planted).weights.files[0].tensors == ()
+    # ... but only while the shard's content id is the same
+    moved = snapshot_of({**files, "model.safetensors": b"weights v2"}, headers={"model.safetensors": header})
+    assert extract_artifacts(moved, earlier=planted).weights.files[0].tensors == first.weights.files[0].tensors

@@ -53,8 +53,16 @@ def build_manifest(
     issues: list[ParseIssue],
     digests: Mapping[str, bytes] | None = None,
     security: Mapping[str, bytes] | None = None,
+    earlier: WeightManifest | None = None,
 ) -> WeightManifest:
-    """Every weight file of the tree, sorted by path, plus the parsed sharding indexes."""
+    """Every weight file of the tree, sorted by path, plus the parsed sharding indexes.
+
+    ``earlier``: another revision's manifest (the parent's): a safetensors file with the same
+    content id there has the same header, so its tensors are taken from it rather than parsed
+    again (2,500 tensors of a granite checkpoint were most of an unrelated revision's analysis).
+    """
+    parsed = {(f.path, f.content_id): f.tensors for f in earlier.files
+              if f.format == "safetensors" and f.tensors is not None} if earlier is not None else {}
     weights: list[WeightFile] = []
     maps: dict[str, dict[str, str]] = {}
     totals: dict[str, int] = {}
@@ -77,7 +85,9 @@ def build_manifest(
             continue
         tensors: tuple[TensorInfo, ...] | None = None
         header = headers.get(entry.path) if fmt == "safetensors" else None
-        if header is not None:
+        if header is not None and (entry.path, entry.content_id) in parsed:
+            tensors = parsed[(entry.path, entry.content_id)]
+        elif header is not None:
             try:
                 tensors = parse_safetensors_header(header)
             except InvalidContent as e:

@@ -25,12 +25,14 @@ for a process.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import multiprocessing
 import os
 import resource
 import signal
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
@@ -39,6 +41,7 @@ from typing import Any
 from tracker.diff import diff_artifacts
 from tracker.extract import extract_artifacts
 from tracker.model import Artifacts, Change, ChangeKind, RevisionDiff, Snapshot
+from tracker.pipeline.analysis_wire import Held, WireJob, WorkerCache, pack
 from tracker.pipeline.essentials import analyse_essentials, reduced_cut_change
 from tracker.pipeline.plan_step import PlanStep
 
@@ -241,8 +244,12 @@ def _context() -> Any:
         return _CONTEXT
 
 
+_TOKENS = itertools.count(1)
+
+
 class _Worker:
-    """One worker process and its pipe."""
+    """One worker process and its pipe; what it holds from earlier jobs
+    (:mod:`tracker.pipeline.analysis_wire`) is not sent again."""
 
     def __init__(self, memory_bytes: int, runner: Runner):
         ctx = _context()
@@ -251,20 +258,34 @@ class _Worker:
                                 name="hubwatch-analysis")
         self.proc.start()
         child.close()
+        self.held = Held()
+        self.produced: dict[int, Artifacts] = {}  # this side of the worker's artifact tokens
 
     def alive(self) -> bool:
         return bool(self.proc.is_alive())
 
     def call(self, job: _Job, seconds: float) -> tuple[str, object]:
+        ends = time.monotonic() + seconds
+        token = next(_TOKENS)
+        outcome, value, held = self._exchange(pack(job, token, self.held, self.produced), seconds)
+        if outcome == "missing":  # it no longer holds what was referred to: the job in full
+            self.held, self.produced = Held(), {}
+            outcome, value, held = self._exchange(WireJob(job, token), max(ends - time.monotonic(), 0.001))
+        if outcome == "ok" and isinstance(held, Held) and isinstance(value, Analysis):
+            self.held = held
+            self.produced = {t: a for t, a in (*self.produced.items(), (token, value.head)) if t in held.artifacts}
+        return outcome, value
+
+    def _exchange(self, wire: WireJob, seconds: float) -> tuple[str, object, object]:
         try:
-            self.conn.send(job)
+            self.conn.send(wire)
             if not self.conn.poll(seconds):
-                return "time", None
+                return "time", None, None
             answer = self.conn.recv()
         except (EOFError, OSError):  # killed by the kernel (memory) or crashed
-            return "memory" if self.proc.exitcode in (None, -9) else "crash", None
+            return "memory" if self.proc.exitcode in (None, -9) else "crash", None, None
         assert isinstance(answer, tuple)
-        return answer[0], answer[1]
+        return answer[0], answer[1], answer[2]
 
     def kill(self) -> None:
         if self.proc.is_alive():
@@ -274,7 +295,9 @@ class _Worker:
 
 
 def _serve(conn: Connection, memory_bytes: int, runner: Runner) -> None:
-    """The worker's loop: analyse each job sent, answer ("ok", Analysis) or ("memory", None)."""
+    """The worker's loop: analyse each job sent, answer ("ok", Analysis, what it holds now),
+    ("memory", None, None), or ("missing", None, None) for a job that refers to bytes or
+    artifacts it no longer holds."""
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # not the daemon's "stop gracefully"
         signal.signal(sig, signal.SIG_DFL)
     # the budget is on top of what the process already maps (its interpreter and the pure
@@ -282,18 +305,24 @@ def _serve(conn: Connection, memory_bytes: int, runner: Runner) -> None:
     limit = _mapped_bytes() + memory_bytes
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     parent = os.getppid()
+    cache = WorkerCache()
     while True:
         try:
             while not conn.poll(1.0):  # the fork server's child: exit when the server (the daemon) goes
                 if os.getppid() != parent:
                     return
-            job = conn.recv()
+            wire = conn.recv()
         except (EOFError, OSError):
             return
         try:
-            conn.send(("ok", runner(job)))
+            job = cache.unpack(wire)
+            if job is None:
+                conn.send(("missing", None, None))
+                continue
+            found = runner(job)
+            conn.send(("ok", found, cache.keep(job, wire.token, found.head)))
         except MemoryError:
-            conn.send(("memory", None))
+            conn.send(("memory", None, None))
 
 
 def _mapped_bytes() -> int:
