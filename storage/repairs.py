@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, update
+from sqlalchemy import func, insert, update
 from sqlmodel import Session, col, delete, select
 
 from storage import commit_rows, restore_rows
@@ -53,11 +53,11 @@ def amendment_hash(prev: str, sha: str, severity: str | None, changes: Iterable[
 def chain_tip(s: Any, repo_id: str, last_seq: int, last_hash: str) -> str:
     """The repo's chain tip: the newest amendment appended after revision ``last_seq``, else that
     revision's own hash."""
-    found = s.exec(
+    found = s.execute(  # a Session or a Connection (record_revision's Core transaction)
         select(RevisionAmendmentRow.chain_hash)
         .where(RevisionAmendmentRow.repo_id == repo_id, RevisionAmendmentRow.after_seq >= last_seq)
         .order_by(col(RevisionAmendmentRow.id).desc()).limit(1)
-    ).first()
+    ).scalar()
     return found or last_hash
 
 
@@ -128,10 +128,9 @@ class _Probe:
 # ---------------------------------------------------------------- pending repairs
 def add_pending(s: Any, revision_id: int, rev: NewRevision, now: datetime) -> None:
     """Inside ``record_revision``'s transaction: the revision's repair, due at the repo's next check."""
-    s.add(RevisionRepairRow(revision_id=revision_id, repo_id=rev.repo_id, base_sha=rev.base_sha,
-                            paths=sorted(rev.unreadable), status=PENDING, attempts=0, recorded_at=now,
-                            next_attempt_at=now))
-    s.flush()
+    s.execute(insert(RevisionRepairRow.__table__), [{  # type: ignore[arg-type]  # a Session or a Connection
+        "revision_id": revision_id, "repo_id": rev.repo_id, "base_sha": rev.base_sha, "paths": sorted(rev.unreadable),
+        "status": PENDING, "attempts": 0, "recorded_at": now, "next_attempt_at": now}])
     _refresh_due(s, rev.repo_id)
 
 

@@ -19,17 +19,16 @@ from sqlalchemy import Engine, bindparam, func, or_, update
 from sqlalchemy.exc import DataError, IntegrityError, StatementError
 from sqlmodel import Session, col, select
 
-from storage import commit_rows, history_rows, repairs, restore_rows
+from storage import commit_rows, history_rows, repairs, restore_rows, revision_rows
+from storage.blob_cache import BlobCache
 from storage.commit_answers import CommitAnswers
 from storage.engine import make_engine, migrate
-from storage.outbox import enqueue_advisory_event
 from storage.records import AdvisoryRecord, NewRevision, RepoRecord, RevisionRecord
 from storage.sanitise import bare, clean_text, storable
 from storage.tables import (
     AdvisoryEditRow,
     AdvisoryRow,
     BlobRow,
-    ChangeRow,
     PlanRow,
     RepoAliasRow,
     RepoRow,
@@ -40,6 +39,9 @@ from tracker.errors import AlreadyTracked
 from tracker.model import Change, Snapshot
 from tracker.model.keys import content_key, digest_key, header_key, security_key
 from tracker.model.locations import strip_credentials
+
+R = RevisionRow.__table__.c  # type: ignore[attr-defined]
+B = BlobRow.__table__.c  # type: ignore[attr-defined]
 
 
 def open_store(url: str, *, run_migrations: bool = True) -> Store:
@@ -64,6 +66,7 @@ class Store:
         self.reads = engine if engine.dialect.name == "sqlite" else engine.execution_options(
             isolation_level="AUTOCOMMIT")
         self.commit_answers = CommitAnswers()  # this process's kept commit answers (issue 17)
+        self.blob_cache = BlobCache()  # blobs this process read or wrote (content-addressed: never stale)
 
     @property
     def dialect(self) -> str:
@@ -247,18 +250,21 @@ class Store:
 
     # ---------------------------------------------------------------- blobs
     def get_blob(self, key: str) -> bytes | None:
-        with self.session() as s:
-            row = s.get(BlobRow, key)
-            return None if row is None else bytes(row.data)
+        return self.get_blobs([key]).get(key)
 
     def get_blobs(self, keys: Iterable[str]) -> dict[str, bytes]:
-        """Several blobs in one query; missing keys are absent from the result."""
+        """Several blobs in one query (none for those this process holds); missing keys are
+        absent from the result."""
         keys = list(dict.fromkeys(keys))
-        out: dict[str, bytes] = {}
-        with self.session() as s:
-            for i in range(0, len(keys), 500):
-                rows = s.exec(select(BlobRow).where(col(BlobRow.key).in_(keys[i : i + 500]))).all()
-                out.update({r.key: bytes(r.data) for r in rows})
+        out = self.blob_cache.get_many(keys)
+        wanted = [k for k in keys if k not in out]
+        if wanted:
+            with self.engine.connect() as db:
+                for i in range(0, len(wanted), 500):
+                    rows = db.execute(select(B.key, B.data).where(B.key.in_(wanted[i : i + 500]))).all()
+                    found = {k: bytes(v) for k, v in rows}
+                    self.blob_cache.put_many(found)
+                    out.update(found)
         return out
 
     # ---------------------------------------------------------------- revisions
@@ -317,86 +323,76 @@ class Store:
         return self._record_revision(bare(rev, why), now)
 
     def _record_revision(self, rev: NewRevision, now: datetime) -> bool:
-        with self.session() as s:
-            exists = s.exec(
-                select(RevisionRow.id).where(RevisionRow.repo_id == rev.repo_id, RevisionRow.sha == rev.sha)
-            ).first()
-            if exists is not None:
+        """The write itself, in Core statements (:mod:`storage.revision_rows`): one transaction."""
+        with self.engine.connect() as db, db.begin() as transaction:
+            if db.execute(select(R.id).where(R.repo_id == rev.repo_id, R.sha == rev.sha)).first() is not None:
                 return False
-            last = s.exec(
-                select(RevisionRow.seq, RevisionRow.chain_hash)
-                .where(RevisionRow.repo_id == rev.repo_id)
-                .order_by(col(RevisionRow.seq).desc())
-                .limit(1)
+            last = db.execute(
+                select(R.seq, R.chain_hash).where(R.repo_id == rev.repo_id).order_by(R.seq.desc()).limit(1)
             ).first()
             seq, prev_hash = (last[0] + 1, last[1]) if last else (1, "")
             if last:  # an amendment appended after the newest revision is the chain's tip
-                prev_hash = repairs.chain_tip(s, rev.repo_id, last[0], prev_hash)
+                prev_hash = repairs.chain_tip(db, rev.repo_id, last[0], prev_hash)
             tree_key = None
             blobs = dict(rev.blobs)
             if rev.tree is not None:
                 tree_key = "tree:" + hashlib.sha256(rev.tree).hexdigest()
                 blobs[tree_key] = rev.tree
-            self._put_blobs(s, blobs)
-            chains = commit_rows.load_chains(s, rev.repo_id)
-            label, reach, chain_point = commit_rows.label_commit(s, rev.repo_id, rev.parents, chains)
+            self._put_blobs(db, blobs)
+            chains = commit_rows.load_chains(db, rev.repo_id)
+            label, reach, chain_point = commit_rows.label_commit(db, rev.repo_id, rev.parents, chains)
             if chain_point:
-                commit_rows.add_chain_point(s, rev.repo_id, label, reach, chains)
-            row = RevisionRow(
-                repo_id=rev.repo_id, sha=rev.sha, seq=seq, parent=rev.parent, parents=list(rev.parents),
-                committed_at=rev.committed_at, title=rev.title, message=rev.message, authors=list(rev.authors),
-                severity=rev.severity, advisory_id=(rev.advisory or {}).get("id"), tree_key=tree_key,
-                error=rev.error, chain_hash=chain_hash(prev_hash, rev), recorded_at=now,
-                chain=label[0], chain_pos=label[1],
-            )
-            s.add(row)
-            s.flush()
-            assert row.id is not None
-            for i, ch in enumerate(rev.changes):
-                s.add(ChangeRow(
-                    revision_id=row.id, idx=i, kind=ch.kind.value, path=ch.path, summary=ch.summary,
-                    severity=ch.severity.value if ch.severity else None, topics=list(ch.topics),
-                    detail=_jsonable(ch.detail),
-                ))
+                commit_rows.add_chain_point(db, rev.repo_id, label, reach, chains)
+            try:
+                revision_id = revision_rows.insert_revision(db, {
+                    "repo_id": rev.repo_id, "sha": rev.sha, "seq": seq, "parent": rev.parent,
+                    "parents": list(rev.parents), "committed_at": rev.committed_at, "title": rev.title,
+                    "message": rev.message, "authors": list(rev.authors), "severity": rev.severity,
+                    "advisory_id": (rev.advisory or {}).get("id"), "tree_key": tree_key, "reachable": True,
+                    "error": rev.error, "chain_hash": chain_hash(prev_hash, rev), "recorded_at": now,
+                    "chain": label[0], "chain_pos": label[1],
+                })
+            except IntegrityError:  # another daemon recorded it between our check and this insert
+                transaction.rollback()
+                return False
+            revision_rows.insert_changes(db, revision_id, rev.changes)
             if rev.plan is not None:
-                s.add(PlanRow(revision_id=row.id, plan=rev.plan, delta=rev.plan_delta))
+                revision_rows.insert_plan(db, revision_id, rev.plan, rev.plan_delta)
             if rev.unreadable:  # read again by later polls, and the revision amended (issue 10)
-                repairs.add_pending(s, row.id, rev, now)
+                repairs.add_pending(db, revision_id, rev, now)
             if rev.advisory is not None:
-                self._insert_advisory(s, rev.repo_id, rev.sha, rev.advisory, now)
+                revision_rows.insert_advisory(db, rev.repo_id, rev.sha, rev.advisory, now)
             for record, reason in rev.advisory_updates:
-                self._edit_advisory(s, record, reason)
-            s.flush()
+                revision_rows.edit_advisory(db, record, reason)
             if rev.advisory is not None:
-                restore_rows.index_restore(s, rev.repo_id, rev.advisory, new=True)
+                restore_rows.index_restore(db, rev.repo_id, rev.advisory, new=True)
             for record, _ in rev.advisory_updates:
-                restore_rows.index_restore(s, rev.repo_id, record, new=False)
+                restore_rows.index_restore(db, rev.repo_id, record, new=False)
             if chain_point:  # a branch, rewrite or merge: spans of the repo's advisories may move
-                indexed = commit_rows.reindex_repo(s, rev.repo_id, chains)
+                indexed = commit_rows.reindex_repo(db, rev.repo_id, chains)
             else:
-                indexed = commit_rows.reindex_repo(s, rev.repo_id, chains, pending_only=True)
+                indexed = commit_rows.reindex_repo(db, rev.repo_id, chains, pending_only=True)
                 if rev.advisory is not None:
-                    commit_rows.index_new_advisory(s, rev.repo_id, rev.advisory, rev.sha, label, chains)
+                    commit_rows.index_new_advisory(db, rev.repo_id, rev.advisory, rev.sha, label, chains)
                 commit_rows.index_advisories(
-                    s, rev.repo_id, {str(r["id"]): r for r, _ in rev.advisory_updates}, chains
+                    db, rev.repo_id, {str(r["id"]): r for r, _ in rev.advisory_updates}, chains
                 )
             if indexed or rev.advisory is not None or rev.advisory_updates:
-                commit_rows.bump_index_version(s, [rev.repo_id])
+                commit_rows.bump_index_version(db, [rev.repo_id])
             if rev.unreachable:
-                s.execute(
-                    update(RevisionRow)
-                    .where(col(RevisionRow.repo_id) == rev.repo_id, col(RevisionRow.sha).in_(rev.unreachable))
-                    .values(reachable=False)
-                )
-            moved: dict[str, Any] = {"history_version": col(RepoRow.history_version) + 1}  # pages kept per version
+                db.execute(update(RevisionRow.__table__).where(  # type: ignore[arg-type]
+                    R.repo_id == rev.repo_id, R.sha.in_(rev.unreachable)).values(reachable=False))
+            repos = RepoRow.__table__.c  # type: ignore[attr-defined]
+            moved: dict[str, Any] = {"history_version": repos.history_version + 1}  # pages kept per version
             if rev.new_head is not None:
                 moved["head_sha"] = rev.new_head
-            s.execute(update(RepoRow).where(col(RepoRow.id) == rev.repo_id).values(**moved))
+            db.execute(update(RepoRow.__table__).where(repos.id == rev.repo_id).values(**moved))  # type: ignore[arg-type]
             try:
-                s.commit()
+                transaction.commit()
             except IntegrityError:  # another daemon recorded it between our check and commit
-                s.rollback()
+                transaction.rollback()
                 return False
+            self.blob_cache.put_many(blobs)  # stored now (by this write, or one before it)
             return True
 
     def set_head(self, repo_id: str, sha: str | None) -> None:
@@ -404,12 +400,14 @@ class Store:
             s.execute(update(RepoRow).where(col(RepoRow.id) == repo_id).values(head_sha=sha))
             s.commit()
 
-    def _put_blobs(self, s: Session, blobs: dict[str, bytes]) -> None:
+    def _put_blobs(self, s: Any, blobs: dict[str, bytes]) -> None:
         """Insert content-addressed blobs; one another writer stored first is simply kept.
 
         ``INSERT ... ON CONFLICT DO NOTHING``: two daemons (or two repos sharing a README)
-        writing the same blob at once never fail each other's transaction.
+        writing the same blob at once never fail each other's transaction. Blobs this process
+        read or wrote are stored already: not sent again (a tokenizer.json of megabytes).
         """
+        blobs = {k: v for k, v in blobs.items() if not self.blob_cache.holds(k)}
         if not blobs:
             return
         if self.dialect == "postgresql":
@@ -527,36 +525,12 @@ class Store:
         return history_rows.changes_of(s, revision_ids)
 
     # ---------------------------------------------------------------- advisories
-    def _insert_advisory(self, s: Session, repo_id: str, sha: str, record: dict[str, Any], now: datetime) -> None:
-        if s.get(AdvisoryRow, record["id"]) is not None:
-            return
-        s.add(AdvisoryRow(
-            id=record["id"], repo_id=repo_id, sha=sha, severity=_record_severity(record),
-            published=_ts(record.get("published")) or now, modified=_ts(record["modified"]) or now,
-            withdrawn=_ts(record.get("withdrawn")), record=record,
-        ))
-        s.flush()
-        s.add(AdvisoryEditRow(advisory_id=record["id"], version=1, modified=_ts(record["modified"]) or now,
-                              reason="published", record=record))
-        enqueue_advisory_event(s, repo_id, record, "advisory.published", now)
+    def _insert_advisory(self, s: Any, repo_id: str, sha: str, record: dict[str, Any], now: datetime) -> None:
+        revision_rows.insert_advisory(s, repo_id, sha, record, now)
 
-    def _edit_advisory(self, s: Session, record: dict[str, Any], reason: str) -> str | None:
+    def _edit_advisory(self, s: Any, record: dict[str, Any], reason: str) -> str | None:
         """Store one edit; returns the advisory's repo (None: no such advisory)."""
-        row = s.get(AdvisoryRow, record["id"])
-        if row is None:
-            return None
-        row.record = record
-        row.modified = _ts(record["modified"]) or row.modified
-        row.withdrawn = _ts(record.get("withdrawn"))
-        row.severity = _record_severity(record)
-        s.add(row)
-        version = s.exec(
-            select(func.max(AdvisoryEditRow.version)).where(AdvisoryEditRow.advisory_id == record["id"])
-        ).one() or 0
-        s.add(AdvisoryEditRow(advisory_id=record["id"], version=int(version) + 1, modified=row.modified,
-                              reason=reason, record=record))
-        enqueue_advisory_event(s, row.repo_id, record, "advisory.updated", row.modified)
-        return row.repo_id
+        return revision_rows.edit_advisory(s, record, reason)
 
     def update_advisories(self, updates: Iterable[tuple[dict[str, Any], str]]) -> None:
         """Store edited records (each bumps ``modified``); a new version row keeps the old one."""
@@ -636,22 +610,6 @@ def chain_hash(prev: str, rev: NewRevision) -> str:
         sort_keys=True,
     )
     return hashlib.sha256(body.encode()).hexdigest()
-
-
-def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
-
-
-def _ts(value: Any) -> datetime | None:
-    if not value:
-        return None
-    if isinstance(value, datetime):
-        return value
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-
-
-def _record_severity(record: dict[str, Any]) -> str:
-    return str((record.get("database_specific") or {}).get("severity") or "LOW")
 
 
 #: The columns of ``repos`` a RepoRecord holds (the lease is the scheduler's, not the record's).
