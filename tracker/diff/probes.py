@@ -10,6 +10,10 @@ passes them, so the rendered prompt is what a user of that revision actually sen
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -115,8 +119,36 @@ def special_tokens(tokenizer_config: Any, special_tokens_map: Any) -> dict[str, 
     return out
 
 
+#: Renders kept (by template text and special tokens): a template is rendered when it comes
+#: (as the new side of a change, or as what a first read found) and again as the old side of
+#: the next change; the second time is this cache's (the gpt-oss template's compile and renders
+#: were most of a revision's analysis; benchmarks/new_revision.py). Rendering is a function of
+#: the two (fuel, not time, bounds it), except where memory or the stack ran out: not kept.
+MAX_KEPT_RENDERS = 32
+_KEPT: OrderedDict[tuple[str, str], tuple[Rendered, ...]] = OrderedDict()
+_KEPT_LOCK = threading.Lock()
+_UNKEPT = ("stopped: out of memory", "stopped: recursion too deep")
+
+
 def render_probes(template: str, tokens: Mapping[str, Any]) -> list[Rendered]:
     """Render ``template`` on every probe under one fuel budget; errors become strings."""
+    key = (hashlib.sha256(template.encode("utf-8", "surrogatepass")).hexdigest(),
+           json.dumps(tokens, sort_keys=True, default=repr))
+    with _KEPT_LOCK:
+        kept = _KEPT.get(key)
+        if kept is not None:
+            _KEPT.move_to_end(key)
+            return list(kept)
+    out = _render_probes(template, tokens)
+    if not any(r.error is not None and r.error.startswith(_UNKEPT) for r in out):
+        with _KEPT_LOCK:
+            _KEPT[key] = tuple(out)
+            while len(_KEPT) > MAX_KEPT_RENDERS:
+                _KEPT.popitem(last=False)
+    return out
+
+
+def _render_probes(template: str, tokens: Mapping[str, Any]) -> list[Rendered]:
     env = BoundedSandbox()
     try:
         compiled = env.compile_bounded(template)
