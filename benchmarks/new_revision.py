@@ -2,12 +2,16 @@
 
     .venv/bin/python benchmarks/new_revision.py                # every scenario, 3 rounds, a table
     .venv/bin/python benchmarks/new_revision.py --profile      # plus a cProfile of the work between requests
+    .venv/bin/python benchmarks/new_revision.py --statements   # plus each SQL statement of the measured check
 
 Each scenario is a real corpus repo (shared/hf-corpus/histories: its head's config, tokenizer
 files, tokenizer.json, chat templates) with safetensors shards whose headers are the model's
 tensors (names from its index, shapes from its config; see ``shards.py``), tracked on a fresh
 SQLite store, and then one real upstream change of shared/hf-corpus/changes committed on top
-(or every shard re-uploaded). The measured step is the daemon's own: ``check_repo`` of the
+(or every shard re-uploaded). Before it, the same process read another small repo and one change
+of it that got an advisory, and read the scenario's repo and a model card edit of it: the
+measured check meets a daemon in its steady state (statements compiled, the analysis worker
+forked, the parent's artifacts at hand). The measured step is the daemon's own: ``check_repo`` of the
 repo with the Hub emulator serving it, the analysis in the worker process under its default
 budget. Each stage is timed exclusively (its wall and its thread's CPU, less what the stages
 it calls took); the analysis worker's CPU comes from /proc. "bare" is the same requests
@@ -194,13 +198,23 @@ def _change_files(change: str, side: str) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def prepare(work: Path, hub: HubEmulator, sc: Scenario, round_no: int) -> tuple[str, RepoBuilder]:
-    """The repo at its 'before' state, served and tracked (head read) on a fresh store."""
+#: A small repo the daemon side reads before the measured check, with one change that gets an
+#: advisory: a daemon in its steady state has written advisories before (their statements are
+#: compiled), whatever the measured repo did so far.
+WARM_UP = "llama2-7b-hf__config-max-position-2048-to-4096"
+
+
+def prepare(work: Path, hub: HubEmulator, sc: Scenario, round_no: int) -> tuple[str, RepoBuilder, str, RepoBuilder]:
+    """The repo at its 'before' state and the warm-up repo, served (read by the child)."""
     before = _change_files(sc.change, "before") if sc.change else {}
     builder = sharded_repo(work / f"{sc.name.replace(' ', '-')}-{round_no}.git", sc.bundle, extra=before)
     repo_id = f"bench-{round_no}/{sc.name.replace(' ', '-')}"  # one repo (and store) per scenario and round
     hub.add_repo(repo_id, builder.path)
-    return repo_id, builder
+    warm = RepoBuilder.init(work / f"warm-{sc.name.replace(' ', '-')}-{round_no}.git")
+    warm.commit(_change_files(WARM_UP, "before"), title="init")
+    warm_id = f"bench-{round_no}/warm-up-{sc.name.replace(' ', '-')}"
+    hub.add_repo(warm_id, warm.path)
+    return repo_id, builder, warm_id, warm
 
 
 def new_commit(builder: RepoBuilder, sc: Scenario) -> None:
@@ -216,9 +230,9 @@ def run_scenario(work: Path, hub: HubEmulator, sc: Scenario, round_no: int, flag
     """Serve the scenario's repo here; read it in a child process (so its CPU, its git commands'
     and its analysis worker's are the daemon side's alone), the measured check between two
     handshakes so the emulator counts exactly its requests."""
-    repo_id, builder = prepare(work, hub, sc, round_no)
+    repo_id, builder, warm_id, warm = prepare(work, hub, sc, round_no)
     job = {"hub": hub.url, "repo": repo_id, "git": str(builder.path), "scenario": sc.name,
-           "db": str(work / (repo_id.replace("/", "__") + ".db"))}
+           "db": str(work / (repo_id.replace("/", "__") + ".db")), "warm": warm_id, "warm_git": str(warm.path)}
     proc = subprocess.Popen([sys.executable, __file__, "--child", json.dumps(job), *flags], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True, cwd=ROOT)
     assert proc.stdin is not None and proc.stdout is not None
@@ -246,7 +260,34 @@ def run_scenario(work: Path, hub: HubEmulator, sc: Scenario, round_no: int, flag
             "bytes": sum(r.bytes_sent for r in records)}
 
 
-def child(job: dict[str, Any], in_process: bool, profile: cProfile.Profile | None) -> None:
+@contextmanager
+def statements_counted(store: Store, out: Any) -> Iterator[None]:
+    """Print each SQL statement the block ran: count, wall time of its executions (``--statements``)."""
+    from sqlalchemy import event
+
+    seen: dict[str, list[float]] = defaultdict(list)
+    started: list[float] = []
+
+    def before(*_: Any) -> None:
+        started.append(time.perf_counter())
+
+    def after(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        seen[" ".join(statement.split())[:110]].append(time.perf_counter() - started.pop())
+
+    event.listen(store.engine, "before_cursor_execute", before)
+    event.listen(store.engine, "after_cursor_execute", after)
+    try:
+        yield
+    finally:
+        event.remove(store.engine, "before_cursor_execute", before)
+        event.remove(store.engine, "after_cursor_execute", after)
+        total = sum(len(v) for v in seen.values())
+        print(f"\n{total} SQL statements in the measured check (count, wall ms):", file=out)
+        for sql, times in sorted(seen.items(), key=lambda kv: -sum(kv[1])):
+            print(f"  {len(times):3d} {sum(times) * 1e3:7.2f}  {sql}", file=out)
+
+
+def child(job: dict[str, Any], in_process: bool, profile: cProfile.Profile | None, statements: bool = False) -> None:
     """The daemon side of one scenario (see :func:`run_scenario`)."""
     sc = next(s for s in SCENARIOS if s.name == job["scenario"])
     options = PipelineOptions(analysis=AnalysisPool(AnalysisBudget(seconds=0))) if in_process else None
@@ -254,8 +295,18 @@ def child(job: dict[str, Any], in_process: bool, profile: cProfile.Profile | Non
     store = open_store(f"sqlite:///{job['db']}")
     src = HfSource(repo_id, endpoint=job["hub"], timeout=30)
     store.add_repo(repo_id, source=repo_id, source_kind="hub", backfill="none")
-    # the setup: the repo was read before, and has moved once since (a model card edit), so
-    # the measured check finds a daemon in its steady state (statements compiled, worker forked)
+    # the setup: another repo read, then a change of it with an advisory (the daemon has
+    # recorded advisories before); the repo read before, and moved once since (a model card
+    # edit): the measured check finds a daemon in its steady state (statements compiled,
+    # worker forked)
+    warm, warm_src = RepoBuilder(Path(job["warm_git"])), HfSource(job["warm"], endpoint=job["hub"], timeout=30)
+    store.add_repo(job["warm"], source=job["warm"], source_kind="hub", backfill="none")
+    for change in (None, _change_files(WARM_UP, "after")):
+        if change:
+            warm.commit(change, title="config: max_position_embeddings")
+        assert check_repo(store, warm_src, _record(store, job["warm"]), options).status == "ok"
+    assert store.list_advisories(job["warm"]), "the warm-up change should get an advisory"
+    warm_src.close()
     for edit in (None, {"README.md": b"# model card, edited\n"}):
         if edit:
             builder.commit(edit, title="Update README.md")
@@ -266,7 +317,7 @@ def child(job: dict[str, Any], in_process: bool, profile: cProfile.Profile | Non
     print("ready", flush=True)
     assert sys.stdin.readline().strip() == "go"
     clock, worker = StageClock(), {"cpu": 0.0}
-    with instrumented(clock, worker):
+    with instrumented(clock, worker), statements_counted(store, sys.stderr) if statements else ExitStack():
         git0 = _children_cpu()
         w0, c0 = time.perf_counter(), time.thread_time()
         if profile is not None:
@@ -366,13 +417,15 @@ def main() -> int:
     p.add_argument("--profile", action="store_true", help="cProfile each measured check; print the top functions")
     p.add_argument("--in-process", action="store_true",
                    help="analyse in this process (no worker, no budget): for --profile to see inside the analysis")
+    p.add_argument("--statements", action="store_true", help="print the SQL statements of each measured check")
     p.add_argument("--json", action="store_true")
     p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        child(json.loads(args.child), args.in_process, cProfile.Profile() if args.profile else None)
+        child(json.loads(args.child), args.in_process, cProfile.Profile() if args.profile else None, args.statements)
         return 0
-    flags = [f for f, on in (("--profile", args.profile), ("--in-process", args.in_process)) if on]
+    flags = [f for f, on in (("--profile", args.profile), ("--in-process", args.in_process),
+                             ("--statements", args.statements)) if on]
     scenarios = [s for s in SCENARIOS if not args.only or s.name in args.only]
     rows = []
     with tempfile.TemporaryDirectory(prefix="new-revision-") as tmp, HubEmulator() as hub:
