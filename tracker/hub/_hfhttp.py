@@ -138,18 +138,31 @@ class HubHttp:
     ) -> tuple[int, str, bytes, str]:
         """One request of the git protocol (``tracker.hub._gitwire``): (status, content type,
         body, the URL after redirects), under the same deadline and size cap as the API's; the
-        status is the caller's to read (a 404 there means "no git here", not "no repo")."""
+        status is the caller's to read (a 404 there means "no git here", not "no repo"). Straight
+        through the pool, as the head check (no cookie or URL-merging work); a redirect of the
+        advertisement (a renamed repo) is followed, the token only on the endpoint's origin."""
         sent = {**self._headers, **headers}
-        with self._mapped(what, None), deadline(self.timeout), self._client.stream(
-            method, url, content=body, headers=sent, timeout=self._timeouts
-        ) as r:
-            limit = max_bytes if r.status_code < 400 else 65536
-            try:
-                data = self._body(r, limit, None, what, None)
-            except BodyTooLarge as e:
-                raise SourceUnavailable(f"{what}: git answer larger than {limit} bytes",
-                                        repo_id=self.repo_id) from e
-            return r.status_code, r.headers.get("content-type", ""), data, str(r.url)
+        request = httpx.Request(method, url, headers=sent, content=body, extensions=self._extensions)
+        with self._mapped(what, None), deadline(self.timeout):
+            for _ in range(MAX_REDIRECTS + 1):
+                r = self._connections.transport.handle_request(request)
+                try:
+                    if r.is_redirect and method == "GET":
+                        target = request.url.join(r.headers["location"])
+                        home = _origin(str(target)) == self._origin
+                        sent = sent if home else {k: v for k, v in sent.items() if k.lower() != "authorization"}
+                        request = httpx.Request("GET", target, headers=sent, extensions=self._extensions)
+                        continue
+                    limit = max_bytes if r.status_code < 400 else 65536
+                    try:
+                        data = self._body(r, limit, None, what, None)
+                    except BodyTooLarge as e:
+                        raise SourceUnavailable(f"{what}: git answer larger than {limit} bytes",
+                                                repo_id=self.repo_id) from e
+                    return r.status_code, r.headers.get("content-type", ""), data, str(request.url)
+                finally:
+                    r.close()
+        raise SourceUnavailable(f"{what}: more than {MAX_REDIRECTS} redirects", repo_id=self.repo_id)
 
     @contextmanager
     def _mapped(self, what: str, revision: str | None) -> Iterator[None]:
