@@ -259,7 +259,7 @@ class Store:
         out = self.blob_cache.get_many(keys)
         wanted = [k for k in keys if k not in out]
         if wanted:
-            with self.engine.connect() as db:
+            with self.reads.connect() as db:
                 for i in range(0, len(wanted), 500):
                     rows = db.execute(select(B.key, B.data).where(B.key.in_(wanted[i : i + 500]))).all()
                     found = {k: bytes(v) for k, v in rows}
