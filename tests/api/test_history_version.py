@@ -9,7 +9,7 @@ import subprocess
 import sys
 import textwrap
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from fastapi.testclient import TestClient
@@ -124,7 +124,9 @@ def test_entries_are_what_revision_json_says_for_hostile_text(store) -> None:  #
 
 @pytest.mark.parametrize("stored", ["2024-01-01 00:01:00", "2024-01-01 00:01:00.000000", "2024-01-01 00:01:00+00:00",
                                     "2024-01-01 00:01:00.250000+00:00", "2024-01-01T02:01:00+02:00",
-                                    datetime(2024, 1, 1, 0, 1, tzinfo=UTC), datetime(2024, 1, 1, 0, 1)])
+                                    datetime(2024, 1, 1, 0, 1, tzinfo=UTC), datetime(2024, 1, 1, 0, 1),
+                                    datetime(2024, 1, 1, 0, 1, 0, 999999),
+                                    datetime(2024, 1, 1, 1, 1, tzinfo=timezone(timedelta(hours=1)))])
 def test_stored_times_in_every_form_read_as_rfc3339_utc(stored) -> None:  # type: ignore[no-untyped-def]
     assert rfc3339(stored) == "2024-01-01T00:01:00Z"
 
