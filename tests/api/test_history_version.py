@@ -161,3 +161,33 @@ def test_a_repair_amending_a_revision_replaces_its_kept_pages(store) -> None:  #
     assert after.json()["revisions"][0]["severity"] == "MODERATE"
     page = client.get("/repos/org/model").text
     assert "max_position_embeddings 512 -&gt; 4096." in page and "max_position_embeddings" not in html
+
+
+def test_the_kept_history_table_escapes_what_the_repo_wrote(store) -> None:  # type: ignore[no-untyped-def]
+    """The repo page's history table is written without a template: every stored string in it
+    (title, flagged and quiet changes, paths) is escaped, computed and kept alike."""
+    from html.parser import HTMLParser
+
+    seed_history(store, n=1)
+    evil = "<script>alert('x')</script><img src=x onerror=alert(1)>\"&"
+    rev = NewRevision(
+        repo_id="org/model", sha=sha_of("evil", 1), parent=sha_of("org/model", 0), parents=(sha_of("org/model", 0),),
+        committed_at=START, title=evil, message=evil, authors=(evil,), severity="HIGH", tree=None,
+        changes=(Change(ChangeKind.CONFIG, evil, evil, (), Severity.HIGH, {}),
+                 Change(ChangeKind.OTHER, evil + ".md", evil, (), None, {})),
+    )
+    assert store.record_revision(rev)
+    client = TestClient(create_app(store, settings()))
+
+    class Tags(HTMLParser):
+        seen: set[str] = set()
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            self.seen.add(tag)
+
+    for _ in range(2):  # computed, then kept
+        page = client.get("/repos/org/model").text
+        tags = Tags()
+        tags.feed(page)
+        assert "script" not in tags.seen and "img" not in tags.seen
+        assert page.count("&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;") >= 3  # title, flagged, quiet

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from html import escape as _e
 from json.encoder import encode_basestring as _q  # type: ignore[attr-defined]
 from urllib.parse import quote
+
+from markupsafe import Markup
 
 from storage.history_rows import PageChange, PageRevision
 from tracker.api.change_views import sentence
@@ -31,37 +33,55 @@ def _quiet_sentence(c: PageChange) -> str:
     return f"{c.path}: {sentence(c.summary)}" if c.path and c.path not in c.summary else sentence(c.summary)
 
 
-@dataclass(frozen=True, slots=True)
-class HistoryRow:
-    """One row of the repo page's history table (attributes, not a dict: Jinja reads an
-    attribute directly, a dict key only after a failed attribute look-up)."""
+def history_table_html(repo_url: str, advisory_root: str, revisions: Sequence[PageRevision], *,
+                       cursor: int | None, next_url: str | None, first_url: str) -> Markup:
+    """The repo page's history table and pager; ``repo_url`` and ``advisory_root`` are
+    root-relative. Written out here rather than by a template: Jinja's per-value look-ups and
+    escapes were most of a page's render (issue 17). Every value from the store is escaped
+    (``_e``); links are built from ``quote`` (no character HTML treats specially) after a
+    prefix escaped once."""
+    base, advisories = _e(repo_url), _e(advisory_root)
+    out = ["<h2>History</h2>\n"]
+    if not revisions:
+        out.append(f'<p class="muted">No revisions stored{" before this point" if cursor else ""}.</p>\n')
+    else:
+        out.append('<table id="history">\n<tr><th>Revision</th><th>Committed</th><th>Severity</th>'
+                   "<th>What changed</th><th>Advisory</th></tr>\n")
+        for r in revisions:
+            out.append(_history_row(base, advisories, r))
+        out.append("</table>\n")
+    out.append('<nav class="pager">\n')
+    if cursor:
+        out.append(f'<a href="{_e(first_url)}">newest</a>\n')
+    if next_url:
+        out.append(f'<a id="older" href="{_e(next_url)}">older revisions →</a>\n')
+    out.append("</nav>\n")
+    return Markup("".join(out))
 
-    sha: str
-    short: str
-    url: str
-    committed: str
-    title: str
-    severity: str | None
-    reachable: bool
-    changes: list[tuple[str, str]]  # (severity, sentence) of the changes with a severity
-    quiet: int
-    quiet_text: list[str]
-    advisory_id: str | None
-    advisory_url: str | None
+
+def _badge(severity: str | None) -> str:
+    """``macros.sev``: the severity badge."""
+    if severity is None:
+        return '<span class="sev sev-NONE">no severity</span>'
+    sev = _e(severity)
+    return f'<span class="sev sev-{sev}">{sev}</span>'
 
 
-def html_rows(repo_url: str, advisory_root: str, revisions: Sequence[PageRevision]) -> list[HistoryRow]:
-    """The repo page's history rows; ``repo_url`` and ``advisory_root`` are root-relative."""
-    rows = []
-    for r in revisions:
-        quiet = [c for c in r.changes if c.severity is None]
-        committed = r.committed_at
-        rows.append(HistoryRow(
-            r.sha, r.sha[:12], f"{repo_url}/{quote(r.sha)}",
-            f"{committed[:10]} {committed[11:16]} UTC" if committed else "—",
-            r.title, r.severity, r.reachable,
-            [(c.severity, sentence(c.summary)) for c in r.changes if c.severity is not None],
-            sum(1 for c in quiet if _quiet(c)), [_quiet_sentence(c) for c in quiet[:3]],
-            r.advisory_id, f"{advisory_root}/{quote(r.advisory_id)}" if r.advisory_id else None,
-        ))
-    return rows
+def _history_row(base: str, advisories: str, r: PageRevision) -> str:
+    committed = f"{_e(r.committed_at[:10])} {_e(r.committed_at[11:16])} UTC" if r.committed_at else "—"
+    cell = [_e(r.title)]
+    if not r.reachable:
+        cell.append(' <span class="muted">(no longer on the branch)</span>')
+    flagged = [f"<li>{_badge(c.severity)} {_e(sentence(c.summary))}</li>" for c in r.changes if c.severity is not None]
+    if flagged:
+        cell.append(f"\n    <ul>{''.join(flagged)}</ul>")
+    quiet = [c for c in r.changes if c.severity is None]
+    counted = sum(1 for c in quiet if _quiet(c))
+    if counted:
+        said = " ".join(_e(_quiet_sentence(c)) for c in quiet[:3])
+        cell.append(f'\n    <div class="muted">{counted} other change{"s" if counted > 1 else ""} (no severity)'
+                    f'{": " + said if said else ""}</div>')
+    advisory = (f'<a href="{advisories}/{quote(r.advisory_id)}">{_e(r.advisory_id)}</a>' if r.advisory_id else "—")
+    return (f'<tr>\n  <td class="mono"><a href="{base}/{quote(r.sha)}">{_e(r.sha[:12])}</a></td>\n'
+            f'  <td class="nowrap">{committed}</td>\n  <td>{_badge(r.severity)}</td>\n'
+            f'  <td>{"".join(cell)}\n  </td>\n  <td>{advisory}</td>\n</tr>\n')

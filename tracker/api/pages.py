@@ -22,7 +22,7 @@ from markupsafe import Markup
 from storage.history_rows import HistoryReader
 from storage.records import RevisionRecord
 from storage.store import Store
-from tracker.api.history_views import html_rows
+from tracker.api.history_views import history_table_html
 from tracker.api.page_cache import PageCache
 from tracker.api.page_models import (
     RevisionChoice,
@@ -81,14 +81,13 @@ def first_parent_range(store: Store, repo_id: str, base: str, head: str) -> tupl
 
 
 def _history_html(reader: HistoryReader, u: Urls, repo_id: str, before: int | None, size: int) -> Markup:
-    """The repo page's history table and pager (``repo_history.html.j2``)."""
+    """The repo page's history table and pager."""
     revs = reader.page(repo_id, limit=size + 1, before_seq=before)
-    rows = html_rows(u.repo(repo_id), f"{u.root}/advisories", revs[:size])
     next_url = None
-    if len(revs) > size and rows:
+    if len(revs) > size and size:
         next_url = u.repo(repo_id) + "?" + urlencode({"cursor": revs[size - 1].seq, "limit": size})
-    return Markup(ENV.get_template("repo_history.html.j2").render(
-        revisions=rows, cursor=before, next_url=next_url, first_url=u.repo(repo_id)))
+    return history_table_html(u.repo(repo_id), f"{u.root}/advisories", revs[:size], cursor=before,
+                              next_url=next_url, first_url=u.repo(repo_id))
 
 
 def _picker_html(u: Urls, repo_id: str, choices: tuple[RevisionChoice, ...]) -> Markup:
