@@ -86,3 +86,16 @@ def test_the_worker_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         held = cache.keep(_job(snap, None, None), i, head)
         assert cache.blob_bytes <= 1000 and len(held.artifacts) <= analysis_wire.MAX_ARTIFACTS
     assert held.artifacts == (6, 7, 8, 9) and len(held.blobs) == 3
+
+
+def test_an_answer_with_the_bases_weights_comes_back_without_them() -> None:
+    first, second = _revision("a" * 40, 1, TEMPLATE), _revision("b" * 40, 2, TEMPLATE)
+    parent = _run(INLINE, first, None, None)
+    child = _run(INLINE, second, parent.head, "a" * 40)
+    sent = analysis_wire.compact(child, parent.head)
+    assert isinstance(sent, analysis_wire.SameWeights) and not sent.analysis.head.weights.files
+    assert analysis_wire.expand(sent, parent.head) == child
+    other = snapshot_of({"config.json": b'{"model_type": "llama"}', "model.safetensors": b"other weights"}, "c" * 40,
+                        headers={"model.safetensors": st_header({"w": ("F16", [2, 2])})})
+    changed = _run(INLINE, other, parent.head, "a" * 40)
+    assert analysis_wire.compact(changed, parent.head) is changed  # other tensors: sent whole

@@ -41,7 +41,7 @@ from typing import Any
 from tracker.diff import diff_artifacts
 from tracker.extract import extract_artifacts
 from tracker.model import Artifacts, Change, ChangeKind, RevisionDiff, Snapshot
-from tracker.pipeline.analysis_wire import Held, WireJob, WorkerCache, pack
+from tracker.pipeline.analysis_wire import Held, WireJob, WorkerCache, compact, expand, pack
 from tracker.pipeline.essentials import analyse_essentials, reduced_cut_change
 from tracker.pipeline.plan_step import PlanStep
 
@@ -271,6 +271,7 @@ class _Worker:
         if outcome == "missing":  # it no longer holds what was referred to: the job in full
             self.held, self.produced = Held(), {}
             outcome, value, held = self._exchange(WireJob(job, token), max(ends - time.monotonic(), 0.001))
+        value = expand(value, job.base)
         if outcome == "ok" and isinstance(held, Held) and isinstance(value, Analysis):
             self.held = held
             self.produced = {t: a for t, a in (*self.produced.items(), (token, value.head)) if t in held.artifacts}
@@ -320,7 +321,7 @@ def _serve(conn: Connection, memory_bytes: int, runner: Runner) -> None:
                 conn.send(("missing", None, None))
                 continue
             found = runner(job)
-            conn.send(("ok", found, cache.keep(job, wire.token, found.head)))
+            conn.send(("ok", compact(found, job.base), cache.keep(job, wire.token, found.head)))
         except MemoryError:
             conn.send(("memory", None, None))
 

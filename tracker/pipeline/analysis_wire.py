@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tracker.model import Artifacts, Snapshot
+from tracker.model import Artifacts, Snapshot, WeightManifest
 
 MAX_ARTIFACTS = 4  # analyses a worker keeps (a parent is almost always the last one)
 MAX_BLOB_BYTES = 64 * 1024 * 1024  # snapshot bytes a worker keeps, by content id
@@ -114,3 +114,27 @@ class WorkerCache:
             _, dropped = self.blobs.popitem(last=False)
             self.blob_bytes -= len(dropped)
         return Held(tuple(self.artifacts), frozenset(self.blobs))
+
+
+@dataclass(frozen=True, slots=True)
+class SameWeights:
+    """An answer whose head has its base's weight manifest (a revision that did not touch the
+    weights: the common case), sent without it; the daemon puts the base's back."""
+
+    analysis: Any
+
+
+def compact(found: Any, base: Artifacts | None) -> Any:
+    """The worker's answer, the head's manifest left out when it equals the base's (thousands of
+    tensors pickled back and read again for nothing)."""
+    if base is None or not base.weights.files or found.head.weights != base.weights:
+        return found
+    return SameWeights(replace(found, head=replace(found.head, weights=WeightManifest())))
+
+
+def expand(answer: Any, base: Artifacts | None) -> Any:
+    """The answer as the worker made it (``base``: what the job was sent with, on this side)."""
+    if isinstance(answer, SameWeights):
+        assert base is not None
+        return replace(answer.analysis, head=replace(answer.analysis.head, weights=base.weights))
+    return answer
