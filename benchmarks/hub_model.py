@@ -1,7 +1,7 @@
 """The whole Hub, on paper and by simulation: how many repos one daemon (or D on PostgreSQL) sustains.
 
     .venv/bin/python benchmarks/hub_model.py                       # the figures of benchmarks/RESULTS.md
-    .venv/bin/python benchmarks/hub_model.py --c-new 0.09 --rho 0.2 # other measured or assumed inputs
+    .venv/bin/python benchmarks/hub_model.py --c-new 0.05 --rho 0.2 # other measured or assumed inputs
 
 Inputs (defaults: the measured figures and stated assumptions of RESULTS.md, "The whole Hub"):
 
@@ -46,11 +46,11 @@ PLANS = {  # per 5-minute window: (API, resolvers); huggingface.co/docs/hub/rate
 class Inputs:
     hub_pushes_per_day: float = 100_000.0  # H, assumed (see RESULTS.md)
     rho: float = 0.067  # pushes per tracked repo per day: the corpus histories' active spans
-    r_api: float = 3.0  # model_info + commits page + tree (new_revision.py: 3 of its 4 requests)
+    r_api: float = 6.0  # model_info, commits page, tree and the commit graph's 3 git requests (new_revision.py)
     r_res: float = 1.0  # the changed file (a config, template or tokenizer edit)
-    c_new: float = 0.10  # CPU seconds per new revision (measured; see RESULTS.md)
+    c_new: float = 0.03  # CPU seconds per new revision (benchmarks/new_revision.py median; RESULTS.md)
     c_repo: float = 20e-6  # CPU seconds per tracked repo per cycle (firehose pass)
-    c_cycle: float = 0.3  # CPU seconds per cycle, whatever N
+    c_cycle: float = 0.08  # CPU seconds per cycle, whatever N (firehose_cost.py, k = 0)
     cores: float = 1.0  # cores one daemon process can use (the GIL: about one for Python)
     page: int = 1000
     overlap: float = 120.0
