@@ -191,3 +191,41 @@ def test_the_kept_history_table_escapes_what_the_repo_wrote(store) -> None:  # t
         tags.feed(page)
         assert "script" not in tags.seen and "img" not in tags.seen
         assert page.count("&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;") >= 3  # title, flagged, quiet
+
+
+@pytest.mark.parametrize("root", ["", "/hubwatch"])
+def test_a_former_id_is_answered_307_by_the_routes_that_follow_renames_themselves(store, root) -> None:  # type: ignore[no-untyped-def]
+    """The revisions route and the repo page make the rename look-up themselves: a former id
+    answers 307 to the same path and query under the new id, the server's root path kept."""
+    seed_history(store, n=2)
+    _rename(store, "org/model", "org/renamed", 1)
+    client = TestClient(create_app(store, settings()), root_path=root, follow_redirects=False)
+    for path in ("/api/v1/repos/org/model/revisions?limit=1&cursor=2", "/repos/org/model?limit=1"):
+        r = client.get(path)
+        assert r.status_code == 307, (path, r.text[:200])
+        assert r.headers["location"] == root + path.replace("org/model", "org/renamed")
+        assert client.get(path.replace("org/model", "org/renamed")).status_code == 200
+    assert client.get("/api/v1/repos/org/none/revisions").status_code == 404
+    assert client.get("/repos/org/none").status_code == 404
+
+
+def test_a_former_id_under_a_root_path_the_server_puts_in_the_path(store) -> None:  # type: ignore[no-untyped-def]
+    """uvicorn's ``--root-path`` puts the root in ``scope["path"]`` too (the ASGI spec's form):
+    the redirect is built from the route's own path, not from the whole one."""
+    import asyncio
+
+    import httpx
+
+    seed_history(store, n=2)
+    _rename(store, "org/model", "org/renamed", 1)
+    app = create_app(store, settings())
+
+    async def get(path: str) -> httpx.Response:
+        transport = httpx.ASGITransport(app=app, root_path="/hubwatch")
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+            return await c.get("/hubwatch" + path)
+
+    for path in ("/api/v1/repos/org/model/revisions?limit=1", "/repos/org/model"):
+        r = asyncio.run(get(path))
+        assert r.status_code == 307, (path, r.status_code, r.text[:200])
+        assert r.headers["location"] == "/hubwatch" + path.replace("org/model", "org/renamed")

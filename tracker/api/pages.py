@@ -33,7 +33,7 @@ from tracker.api.page_models import (
     revision_page,
     when,
 )
-from tracker.api.renamed import moved_location, moved_path
+from tracker.api.renamed import moved_location, moved_path, route_path
 from tracker.api.rest import cursor_value
 from tracker.api.views import public_error
 from tracker.config import Settings
@@ -140,7 +140,7 @@ def pages_router(store: Store, settings: Settings) -> APIRouter:
         with store.history_reader() as reader:
             probe = reader.probe(f"{org}/{name}")
             if probe.moved_to is not None:
-                target = moved_path(request.url.path, probe.moved_to)
+                target = moved_path(route_path(request.scope), probe.moved_to)
                 return RedirectResponse(moved_location(request.scope, target), status_code=307)
             repo = reader.repo(f"{org}/{name}") if probe.version is not None else None
             if repo is None:

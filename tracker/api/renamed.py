@@ -79,6 +79,12 @@ def moved_path(path: str, moved_to: str) -> str:
     return f"{m.group(1)}{org}/{name}{rest}"
 
 
+def route_path(scope: Scope) -> str:
+    """The path as routes match it: without the root path the app is mounted under."""
+    path, root = scope.get("path", ""), scope.get("root_path", "")
+    return path[len(root):] if root and path.startswith(root) else path
+
+
 def moved_location(scope: Scope, target: str) -> str:
     """The ``Location`` of the 307 to ``target``: root path and query kept."""
     query = scope.get("query_string", b"").decode("latin-1")

@@ -30,7 +30,7 @@ from tracker.api.auth import token_guard
 from tracker.api.conditional import not_modified
 from tracker.api.history_views import page_json
 from tracker.api.page_cache import Kept, PageCache
-from tracker.api.renamed import moved_location, moved_path
+from tracker.api.renamed import moved_location, moved_path, route_path
 from tracker.api.rest_subscriptions import subscriptions_router
 from tracker.api.source_policy import check_git_source
 from tracker.api.views import repair_json, repo_json, revision_json
@@ -150,7 +150,7 @@ def rest_router(store: Store, settings: Settings) -> APIRouter:
         elsewhere) and, when no page is kept at that version, the page."""
         repo_id = f"{org}/{name}"
         key = (repo_id, _cursor(cursor), min(limit, PAGE_MAX), request.url.path)
-        kept = await run_in_threadpool(_kept_page, store, pages, key)
+        kept = await run_in_threadpool(_kept_page, store, pages, key, route_path(request.scope))
         if isinstance(kept, str):
             return Response(status_code=307, headers={"location": moved_location(request.scope, kept)})
         headers = {**kept.headers, "ETag": kept.etag}
@@ -213,7 +213,8 @@ def rest_router(store: Store, settings: Settings) -> APIRouter:
     return router
 
 
-def _kept_page(store: Store, pages: PageCache[Kept], key: tuple[str, int | None, int, str]) -> Kept | str:
+def _kept_page(store: Store, pages: PageCache[Kept], key: tuple[str, int | None, int, str],
+               route: str) -> Kept | str:
     """The page of ``key`` (repo, cursor, size, path), kept at the version read before it was
     read (a write in between only makes the next request miss); the path to redirect to when
     the id is a renamed repo's former one; 404 when not tracked."""
@@ -221,7 +222,7 @@ def _kept_page(store: Store, pages: PageCache[Kept], key: tuple[str, int | None,
     with store.history_reader() as reader:
         probe = reader.probe(repo_id)
         if probe.moved_to is not None:
-            return moved_path(path, probe.moved_to)
+            return moved_path(route, probe.moved_to)
         if probe.version is None:
             raise HTTPException(404, f"not tracked: {repo_id}")
         kept = pages.get(key, probe.version)
