@@ -47,9 +47,9 @@ class RenamedRepos:
         self.app, self.store = app, store
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path", "") if scope["type"] == "http" and scope["method"] in ("GET", "HEAD") else ""
+        path = route_path(scope) if scope["type"] == "http" and scope["method"] in ("GET", "HEAD") else ""
         if (_FEED_PATH.match(path) or _REPO_PATH.match(path)) and not _FOLLOWS_ITSELF.match(path):
-            target = await run_in_threadpool(self._moved, scope)
+            target = await run_in_threadpool(self._moved, scope, path)
             if target is not None:
                 location = moved_location(scope, target)
                 await send({"type": "http.response.start", "status": 307,
@@ -58,11 +58,11 @@ class RenamedRepos:
                 return
         await self.app(scope, receive, send)
 
-    def _moved(self, scope: Scope) -> str | None:
-        repo_id, _ = repo_of_path(scope.get("path", ""))
+    def _moved(self, scope: Scope, path: str) -> str | None:
+        repo_id, _ = repo_of_path(path)
         probe = self.store.probe_repo(repo_id)
         scope[_PROBE_KEY] = (repo_id, probe)
-        return None if probe.moved_to is None else moved_path(scope.get("path", ""), probe.moved_to)
+        return None if probe.moved_to is None else moved_path(path, probe.moved_to)
 
 
 def repo_of_path(path: str) -> tuple[str, re.Match[str]]:
