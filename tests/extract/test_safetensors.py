@@ -98,7 +98,7 @@ _DTYPES = st.sampled_from(sorted(DTYPE_BITS))
 _SHAPES = st.lists(st.integers(min_value=0, max_value=64), max_size=4)
 
 
-@settings(max_examples=60, database=None)
+@settings(max_examples=60, database=None, deadline=None)
 @given(
     st.dictionaries(
         st.text(min_size=1, max_size=20).filter(lambda s: s != "__metadata__"),
@@ -113,7 +113,7 @@ def test_valid_headers_round_trip(tensors: dict[str, tuple[str, list[int]]]) -> 
     }
 
 
-@settings(max_examples=200, database=None)
+@settings(max_examples=200, database=None, deadline=None)
 @given(
     st.one_of(
         st.binary(max_size=300),
