@@ -8,7 +8,7 @@ one statement for a whole batch: each commit's labels (a commit may be stored in
 repos) and its repo's ``commit_index_versions`` counter, which every write of the repo's
 spans or records raises in its own transaction; a chain kept under another version is read
 again. Nothing is stale past the next query, whichever process wrote. Full records (what
-``/v1/query`` splices) are kept by ``(repo, version, id)``.
+``/v1/query`` splices) are kept by ``(id, repo)`` at the repo's version.
 
 Memory is bounded: both caches are LRUs by estimated bytes; a chain whose segments would
 exceed ``MAX_CHAIN_BYTES`` (many long overlapping ranges: segments x depth) is answered by
@@ -18,15 +18,14 @@ the SQL path (:func:`storage.commit_rows.affecting_json`), as are the commits it
 from __future__ import annotations
 
 import bisect
-import threading
 import time
 from bisect import bisect_right
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from storage import commit_rows
+from storage.versioned_lru import VersionedLru
 
 CACHE_BYTES = 96 * 2**20  # chains' segments, all repos together
 RECORD_CACHE_BYTES = 64 * 2**20  # full records' stored JSON text
@@ -56,36 +55,6 @@ class ChainAnswers:
 
 
 _TOO_BIG = "too big"  # a chain answered by SQL at this version
-
-
-class _Lru:
-    """An LRU of estimated byte sizes, safe across the API's worker threads."""
-
-    def __init__(self, limit: int):
-        self.limit, self.used = limit, 0
-        self.items: OrderedDict[Any, tuple[Any, int]] = OrderedDict()
-        self.lock = threading.Lock()
-
-    def get(self, key: Any) -> Any:
-        with self.lock:
-            hit = self.items.get(key)
-            if hit is None:
-                return None
-            self.items.move_to_end(key)
-            return hit[0]
-
-    def put(self, key: Any, value: Any, size: int) -> None:
-        if size > self.limit:
-            return
-        with self.lock:
-            old = self.items.pop(key, None)
-            if old is not None:
-                self.used -= old[1]
-            self.items[key] = (value, size)
-            self.used += size
-            while self.used > self.limit:
-                _, (_, freed) = self.items.popitem(last=False)
-                self.used -= freed
 
 
 def build_chain(version: int, spans: Iterable[tuple[str, int, int, str | None]],
@@ -131,8 +100,10 @@ class CommitAnswers:
 
     def __init__(self, cache_bytes: int = CACHE_BYTES, record_bytes: int = RECORD_CACHE_BYTES,
                  max_chain_bytes: int = MAX_CHAIN_BYTES):
-        self.chains = _Lru(cache_bytes)
-        self.records = _Lru(record_bytes)
+        # (repo, chain) -> its answers, or _TOO_BIG; (advisory id, repo) -> (record text or
+        # None once withdrawn,); both at the repo's index version
+        self.chains: VersionedLru[ChainAnswers | str] = VersionedLru(cache_bytes)
+        self.records: VersionedLru[tuple[str | None]] = VersionedLru(record_bytes)
         self.max_chain_bytes = min(max_chain_bytes, cache_bytes)
 
     def answer(self, conn: Any, shas: Iterable[str], *, brief: bool,
@@ -192,10 +163,10 @@ class CommitAnswers:
 
     def _chain(self, cursor: Any, mark: str, repo: str, chain: int, version: int) -> ChainAnswers | None:
         key = (repo, chain)
-        hit = self.chains.get(key)
-        if isinstance(hit, ChainAnswers) and hit.version == version:
+        hit = self.chains.get(key, version)
+        if isinstance(hit, ChainAnswers):
             return hit
-        if isinstance(hit, tuple) and hit == (_TOO_BIG, version):
+        if hit == _TOO_BIG:
             return None
         cursor.execute(
             f"SELECT advisory_id, start_pos, end_pos, brief FROM advisory_spans WHERE repo_id = {mark}"
@@ -203,19 +174,19 @@ class CommitAnswers:
         )
         built = build_chain(version, cursor.fetchall(), self.max_chain_bytes)
         if built is None:
-            self.chains.put(key, (_TOO_BIG, version), 100)
+            self.chains.put(key, version, _TOO_BIG, 100)
         else:
-            self.chains.put(key, built, built.size)
+            self.chains.put(key, version, built, built.size)
         return built
 
     def _records(self, cursor: Any, mark: str,
                  held: dict[str, list[tuple[str, str, int]]]) -> dict[str, Sequence[str]]:
-        """Each held advisory's stored record text (kept by repo, version and id); one
+        """Each held advisory's stored record text (kept by id and repo at the repo's version); one
         withdrawn since its spans were read is left out."""
         found: dict[tuple[str, str, int], str | None] = {}
         missing: list[tuple[str, str, int]] = []
         for key in {key for keys in held.values() for key in keys}:
-            hit = self.records.get(key)
+            hit = self.records.get((key[0], key[1]), key[2])
             if hit is None:
                 missing.append(key)
             else:
@@ -232,7 +203,7 @@ class CommitAnswers:
             for key in chunk:
                 record = rows.get(key[0])
                 found[key] = record
-                self.records.put(key, (record,), 100 + (len(record) if record else 0))
+                self.records.put((key[0], key[1]), key[2], (record,), 100 + (len(record) if record else 0))
         return {sha: [r for key in keys if (r := found[key]) is not None] for sha, keys in held.items()}
 
 

@@ -1,0 +1,53 @@
+"""Answers kept by key, each valid for the version it was made at, bounded by bytes.
+
+A reader passes the version it just read from the database (a counter every relevant write
+bumps in its own transaction: ``repos.history_version``, ``commit_index_versions``), so a
+kept value made at another version is a miss and is replaced: nothing is stale past the next
+read, whichever process wrote. At most ``max_bytes`` (as the caller weighs its values) are
+kept, the least recently used going first. Shared by the history pages (tracker.api) and the
+commit answers (:mod:`storage.commit_answers`).
+
+Imports: stdlib.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
+from typing import Generic, TypeVar
+
+V = TypeVar("V")
+
+
+class VersionedLru(Generic[V]):
+    def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
+        self.max_bytes = max_bytes
+        self.size = 0
+        self._kept: OrderedDict[Hashable, tuple[Hashable, V, int]] = OrderedDict()
+        self._lock = threading.Lock()  # readers run in worker threads
+
+    def get(self, key: Hashable, version: Hashable) -> V | None:
+        with self._lock:
+            found = self._kept.get(key)
+            if found is None or found[0] != version:
+                return None
+            self._kept.move_to_end(key)
+            return found[1]
+
+    def put(self, key: Hashable, version: Hashable, value: V, weight: int) -> None:
+        """Keep ``value`` (``weight`` bytes, about) for ``key`` at ``version``."""
+        if weight > self.max_bytes:
+            return
+        with self._lock:
+            old = self._kept.pop(key, None)
+            if old is not None:
+                self.size -= old[2]
+            self._kept[key] = (version, value, weight)
+            self.size += weight
+            while self.size > self.max_bytes:
+                _, (_, _, dropped) = self._kept.popitem(last=False)
+                self.size -= dropped
+
+    def __len__(self) -> int:
+        return len(self._kept)
