@@ -40,10 +40,9 @@ Label = tuple[str, int, int, int]  # repo, chain, pos, version
 
 @dataclass(slots=True)
 class ChainAnswers:
-    """One chain's answers at one index version: segment ``i`` holds positions
-    ``[starts[i], starts[i + 1])`` and is answered by ``segments[i]``."""
+    """One chain's answers (kept at the index version they were read at): segment ``i``
+    holds positions ``[starts[i], starts[i + 1])`` and is answered by ``segments[i]``."""
 
-    version: int
     starts: list[int]
     segments: list[tuple[str, ...]]  # live briefs, sorted by advisory id
     ids: dict[str, str]  # brief -> advisory id
@@ -57,7 +56,7 @@ class ChainAnswers:
 _TOO_BIG = "too big"  # a chain answered by SQL at this version
 
 
-def build_chain(version: int, spans: Iterable[tuple[str, int, int, str | None]],
+def build_chain(spans: Iterable[tuple[str, int, int, str | None]],
                 max_bytes: int = MAX_CHAIN_BYTES) -> ChainAnswers | None:
     """The segments of one chain's spans ``(advisory id, start, end, brief)``; a span
     without a brief (its record withdrawn) holds nothing. None: over ``max_bytes``."""
@@ -91,7 +90,7 @@ def build_chain(version: int, spans: Iterable[tuple[str, int, int, str | None]],
         size += _SEGMENT_BYTES + _SLOT_BYTES * len(segment)
         if size > max_bytes:
             return None
-    return ChainAnswers(version, starts, segments, ids, size)
+    return ChainAnswers(starts, segments, ids, size)
 
 
 class CommitAnswers:
@@ -172,7 +171,7 @@ class CommitAnswers:
             f"SELECT advisory_id, start_pos, end_pos, brief FROM advisory_spans WHERE repo_id = {mark}"
             f" AND chain = {mark}", (repo, chain)
         )
-        built = build_chain(version, cursor.fetchall(), self.max_chain_bytes)
+        built = build_chain(cursor.fetchall(), self.max_chain_bytes)
         if built is None:
             self.chains.put(key, version, _TOO_BIG, 100)
         else:

@@ -194,12 +194,12 @@ def test_segments_of_overlapping_spans() -> None:
     withdrawn one (no brief) holds nothing; too large a chain is not kept."""
     a, b = '{"id":"a"}', '{"id":"b"}'
     spans = [("b", 0, 10, b), ("b", 5, 20, b), ("a", 3, OPEN, a), ("c", 4, 8, None), ("b", 0, 10, b)]
-    chain = build_chain(7, spans)
+    chain = build_chain(spans)
     assert chain is not None
     assert [(p, chain.at(p)) for p in (0, 2, 3, 9, 19, 20, 10**9)] == [
         (0, (b,)), (2, (b,)), (3, (a, b)), (9, (a, b)), (19, (a, b)), (20, (a,)), (10**9, (a,))]
     assert chain.at(-1) == ()
-    assert build_chain(7, spans, max_bytes=100) is None
+    assert build_chain(spans, max_bytes=100) is None
 
 
 def test_a_batch_past_its_deadline_is_not_answered(store: Any) -> None:
