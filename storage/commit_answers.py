@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from storage import commit_rows
+from storage.engine import param_mark
 from storage.versioned_lru import VersionedLru
 
 CACHE_BYTES = 96 * 2**20  # chains' segments, all repos together
@@ -111,7 +112,7 @@ class CommitAnswers:
         each record's brief, or (``brief=False``) its stored text. None once past
         ``deadline`` (``time.monotonic()``; checked between chains read and SQL steps)."""
         wanted = list({s.lower() for s in shas})
-        mark = _mark(conn)
+        mark = param_mark(conn)
         out: dict[str, Sequence[str]] = dict.fromkeys(wanted, ())
         first: dict[str, tuple[ChainAnswers, Label]] = {}  # a commit's label (in one repo) ...
         more: dict[str, list[tuple[ChainAnswers, Label]]] = {}  # ... and its others, if any
@@ -204,10 +205,6 @@ class CommitAnswers:
                 found[key] = record
                 self.records.put((key[0], key[1]), key[2], (record,), 100 + (len(record) if record else 0))
         return {sha: [r for key in keys if (r := found[key]) is not None] for sha, keys in held.items()}
-
-
-def _mark(conn: Any) -> str:
-    return "?" if conn.dialect.paramstyle == "qmark" else "%s"
 
 
 def _in(mark: str, n: int) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy import delete, insert, inspect, select, union
 
 from storage.commit_index import Chains, Label, event_shas, label_new, record_spans, span_keys
+from storage.engine import param_mark
 from storage.tables import AdvisoryRow, AdvisorySpanRow, ChainPointRow, RevisionRow
 
 PENDING = -1  # as storage.commit_rows.PENDING (imported from there would be circular)
@@ -51,7 +52,7 @@ def rebuild(conn: Any) -> None:
 
 def _driver(conn: Any) -> tuple[Any, str]:
     """The DBAPI cursor of the caller's transaction, and its parameter mark."""
-    return conn.connection.cursor(), ("?" if conn.dialect.paramstyle == "qmark" else "%s")
+    return conn.connection.cursor(), param_mark(conn)
 
 
 def _label_repo(conn: Any, repo_id: str) -> tuple[Chains, dict[str, Label]]:

@@ -24,6 +24,7 @@ from storage.commit_index import (
     record_spans,
     span_keys,
 )
+from storage.engine import param_mark
 from storage.tables import AdvisoryRow, AdvisorySpanRow, ChainPointRow, RevisionRow
 
 PENDING = -1  # the chain of an advisory's marker row while it names an unstored commit
@@ -200,7 +201,7 @@ def affecting_json(conn: Any, shas: Iterable[str], *, brief: bool) -> dict[str, 
     wanted = sorted({s.lower() for s in shas})
     found: dict[str, dict[str, str]] = {sha: {} for sha in wanted}
     dialect = conn.dialect.name
-    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    mark = param_mark(conn)
     for i in range(0, len(wanted), _CHUNK):
         chunk = wanted[i : i + _CHUNK]
         marks = ", ".join([mark] * len(chunk))
@@ -226,7 +227,7 @@ def affecting(conn: Any, shas: Iterable[str], *, full: bool = True) -> dict[str,
     wanted = sorted({s.lower() for s in shas})
     out: dict[str, dict[str, dict[str, Any]]] = {sha: {} for sha in wanted}
     dialect = conn.dialect.name
-    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    mark = param_mark(conn)
     for i in range(0, len(wanted), _CHUNK):
         chunk = wanted[i : i + _CHUNK]
         sql = _AFFECTING.format(payload=_PAYLOAD[(dialect, full)], advisories=_JOIN,

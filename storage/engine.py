@@ -102,3 +102,9 @@ def migrate(engine: Engine, revision: str = "head") -> None:
         command.upgrade(alembic_config(ddl), revision)
     finally:
         ddl.dispose()
+
+
+def param_mark(conn: Any) -> str:
+    """The DBAPI parameter mark of ``conn``'s driver, for SQL written as text: ``?`` on
+    sqlite3, ``%s`` on psycopg."""
+    return "?" if conn.dialect.paramstyle == "qmark" else "%s"
