@@ -121,8 +121,8 @@ def check_repo(
     if repo.last_error_kind == "incomplete" and repo.failures >= opts.give_up_reads_after:
         log.warning("%s: reads kept failing over %d checks; recording the files as unreadable", repo.id, repo.failures)
         opts = replace(opts, reads=replace(opts.reads, accept_unreadable=True))
-    recorded = _record_commits(store, source, repo, commits, opts, progress, rewritten=rewritten, lost=lost,
-                               recreated=recreated)
+    recorded = _record_commits(store, source, repo, commits, set(known), opts, progress, rewritten=rewritten,
+                               lost=lost, recreated=recreated)
     return CheckResult(repo.id, "ok", new_revisions=recorded, head=head, repaired=repaired)
 
 
@@ -220,11 +220,13 @@ class _ArtifactCache:
 
 
 def _record_commits(
-    store: Store, source: HubSource, repo: RepoRecord, commits: Sequence[CommitInfo], opts: PipelineOptions,
-    progress: Progress | None, *, rewritten: bool, lost: tuple[str, ...], recreated: str | None = None,
+    store: Store, source: HubSource, repo: RepoRecord, commits: Sequence[CommitInfo], known: set[str],
+    opts: PipelineOptions, progress: Progress | None, *, rewritten: bool, lost: tuple[str, ...],
+    recreated: str | None = None,
 ) -> int:
+    """Store ``commits`` oldest first; ``known``: the shas the repo held when the check read
+    its listing (grows as commits are stored; read once per check, not again here)."""
     cache = _ArtifactCache(store, opts.max_json_depth)
-    known = store.known_shas(repo.id)
     previous_head = repo.head_sha
     recorded = 0
     for i, commit in enumerate(commits):
