@@ -20,6 +20,7 @@ when a later step fails, so a long run keeps what it measured.
     .venv/bin/python benchmarks/api.py                                   # both, 100 x 1,000
     .venv/bin/python benchmarks/api.py --db sqlite --repos 10 --per-repo 200 --requests 300
     .venv/bin/python benchmarks/api.py --repos 100 --per-repo 10000 --advisory-every 30 --seed-only
+    .venv/bin/python benchmarks/api.py --db sqlite --routes "commit query;querybatch 1000"
 
 PostgreSQL: ``--pg-admin-url`` (default ``HUBWATCH_TEST_PG`` or 127.0.0.1:5432/test); a
 throwaway database is created and dropped.
@@ -299,7 +300,7 @@ Checkpoint = Callable[[dict[str, Any]], None]
 
 
 def run(url: str, *, repos: int, per_repo: int, every: int = 3, requests: int = 2000, seed_only: bool = False,
-        progress: Callable[[str], None] = lambda _m: None, checkpoint: Checkpoint = lambda _r: None) -> dict[str, Any]:
+        routes: Sequence[str] = ROUTES, progress: Callable[[str], None] = lambda _m: None, checkpoint: Checkpoint = lambda _r: None) -> dict[str, Any]:
     """One database: seed, build the index, load each route; ``checkpoint`` gets the results
     so far after every step (a long run that fails later keeps what it measured)."""
     rng = random.Random(7)
@@ -351,6 +352,8 @@ def run(url: str, *, repos: int, per_repo: int, every: int = 3, requests: int = 
         return "GET", f"/repos/{repo}?limit={PAGE}&cursor={rng.randint(PAGE + 1, per_repo + 1)}", b""
 
     def measure(name: str, port: int, pid: int, make: Callable[[], Request], count: int, connections: int) -> None:
+        if name not in routes and name != "trivial":  # the ceiling is measured in every run
+            return
         progress(f"{out['database']}: {name}: {count} requests over {connections} connection(s)")
         m = out[name] = load(port, pid, make, count, connections)
         progress(f"{out['database']}: {name}: {m['req_per_s']:.0f} req/s, p50 {m['p50_ms']:.1f} ms, "
@@ -465,6 +468,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--advisory-every", type=int, default=3)
     p.add_argument("--requests", type=int, default=2000, help="timed requests per single-query route")
     p.add_argument("--seed-only", action="store_true", help="seed and build the commit index, timed; no load")
+    p.add_argument("--routes", type=lambda v: [r.strip() for r in v.split(";")], default=list(ROUTES),
+                   help="routes separated by semicolons to load (default: all); the trivial ceiling is always measured")
     p.add_argument("--out", type=Path, help="the report so far, rewritten after every step (and PATH.json); "
                                             "default: hubwatch-api-<start>.md in the temporary directory")
     p.add_argument("--pg-admin-url", default=os.environ.get("HUBWATCH_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test"))
@@ -473,6 +478,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, help=argparse.SUPPRESS)
     p.add_argument("--trivial", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if unknown := [r for r in args.routes if r not in ROUTES]:
+        p.error(f"unknown route(s) {unknown}; choose from {', '.join(ROUTES)}")
     if args.serve:
         serve_main(args.serve, args.port, args.trivial)
         return 0
@@ -496,7 +503,7 @@ def main(argv: list[str] | None = None) -> int:
 
     progress(f"{' '.join(sys.argv)}; the report so far goes to {out_path}")
     sizes = {"repos": args.repos, "per_repo": args.per_repo, "every": args.advisory_every, "requests": args.requests,
-             "seed_only": args.seed_only, "progress": progress, "checkpoint": checkpoint}
+             "seed_only": args.seed_only, "routes": args.routes, "progress": progress, "checkpoint": checkpoint}
     try:
         if args.db in ("sqlite", "both"):
             with tempfile.TemporaryDirectory() as tmp:
