@@ -185,12 +185,29 @@ def predict(m: dict[str, float], n: int, k: int) -> tuple[float, float]:
     return math.ceil((k + 1) / PAGE) + m["r_new"] * k, m["c_cycle"] + m["c_repo"] * n + m["c_new"] * k
 
 
-def table(rows: list[dict[str, Any]], db: str, concurrency: int) -> str:
+def goals(rows: list[dict[str, Any]]) -> list[str]:
+    """The firehose's own cost against what it should be: its listing pages, and the unchanged
+    cycle's requests, whatever N."""
+    pages = [(r["repos"], r["changed"], r["by_route"].get("list_models", 0), math.ceil((r["changed"] + 1) / PAGE))
+             for r in rows]
+    idle = [(r["repos"], r["requests"]) for r in rows if r["changed"] == 0]
+    return [
+        "- Goal: the listing costs ceil((k + 1) / 1,000) pages whatever N. Measured: "
+        + ", ".join(f"N = {n:,}, k = {k:,}: {got}" for n, k, got, _ in pages)
+        + f" ({'met' if all(got == want for *_, got, want in pages) else 'NOT met'}).",
+        "- Goal: a cycle in which nothing moved costs 1 request whatever N. Measured: "
+        + ", ".join(f"N = {n:,}: {got}" for n, got in idle)
+        + f" ({'met' if idle and all(got == 1 for _, got in idle) else 'NOT met' if idle else 'not run'}).",
+    ]
+
+
+def table(rows: list[dict[str, Any]], db: str, concurrency: int, started: datetime, load: float) -> str:
     m = model(rows)
     lines = [
         f"Firehose cycles ({'SQLite' if db == 'sqlite' else 'PostgreSQL'}, concurrency {concurrency}; CPython "
-        f"{platform.python_version()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; "
-        f"{datetime.now(UTC):%Y-%m-%d}):",
+        f"{platform.python_version()}, {os.cpu_count()} CPUs shared with other work, 1-minute load average "
+        f"{load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; "
+        f"{started:%Y-%m-%d %H:%M}-{datetime.now(UTC):%H:%M} UTC):",
         "",
         "| tracked N | changed k | requests (model) | by route | listing read: wall / CPU | cycle wall "
         "| cycle CPU, daemon + workers (model) | confirmed | new revisions |",
@@ -206,7 +223,8 @@ def table(rows: list[dict[str, Any]], db: str, concurrency: int) -> str:
             f"| {r['new_revisions']:,} |")
     lines += ["", f"Model constants (calibrated on N = {m['calibrated_on']:,}): r_new = {m['r_new']:.2f} requests "
                   f"per moved repo, c_new = {m['c_new'] * 1e3:.0f} ms CPU per moved repo, c_repo = "
-                  f"{m['c_repo'] * 1e6:.1f} us CPU per tracked repo per cycle, c_cycle = {m['c_cycle']:.2f} s."]
+                  f"{m['c_repo'] * 1e6:.1f} us CPU per tracked repo per cycle, c_cycle = {m['c_cycle']:.2f} s.", "",
+              *goals(rows)]
     return "\n".join(lines)
 
 
@@ -227,10 +245,12 @@ def main() -> int:
         pairs = [(int(n), int(k)) for n, k in (p.split(":") for p in args.pairs.split(","))]
     else:
         pairs = [(int(n), int(k)) for n in args.repos.split(",") for k in args.changed.split(",") if int(k) <= int(n)]
+    started, load = datetime.now(UTC), os.getloadavg()[0]
+    print(f"Command: `.venv/bin/python {' '.join(['benchmarks/firehose_cost.py', *sys.argv[1:]])}`\n", flush=True)
     rows = run(pairs, args.db, args.concurrency)
     if args.json:
         print(json.dumps(rows, indent=2))
-    print(table(rows, args.db, args.concurrency))
+    print(table(rows, args.db, args.concurrency, started, load))
     return 0
 
 

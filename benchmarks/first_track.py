@@ -6,9 +6,10 @@ advisory) and every tenth puts earlier files back (a ``fixed`` event on the advi
 undoes), so open advisories pile up as the history grows. Then
 runs ``hubwatch track PATH --as bench/long`` in-process on a fresh SQLite database and
 reports wall time, CPU time (this process and the git commands it runs) and CPU per commit. Flat per-commit CPU across lengths is the
-goal (the lifecycle used to re-read every open advisory per revision).
+goal (the lifecycle used to re-read every open advisory per revision), with a progress bar on a
+terminal: stderr is a stand-in that says it is a terminal, and the bar's updates are counted.
 
-    .venv/bin/python benchmarks/first_track.py --lengths 100,500,2000
+    .venv/bin/python benchmarks/first_track.py --lengths 100,500,1000,2000
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -69,12 +71,19 @@ def cpu() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+class Terminal(io.StringIO):
+    """stderr as a terminal: ``hubwatch track`` draws its progress bar only on one."""
+
+    def isatty(self) -> bool:
+        return True
+
+
 def track(n: int, root: Path) -> dict[str, float]:
     repo = root / f"long-{n}"
     build_repo(repo, n)
     config = root / f"config-{n}.toml"
     config.write_text(f'[storage]\nurl = "sqlite:///{root / f"hw-{n}.db"}"\n[advisories]\nosv_api = ""\n')
-    out, err = io.StringIO(), io.StringIO()
+    out, err = io.StringIO(), Terminal()
     wall, used = time.perf_counter(), cpu()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = hubwatch(["--config", str(config), "track", str(repo), "--as", "bench/long"])
@@ -84,30 +93,40 @@ def track(n: int, root: Path) -> dict[str, float]:
     with contextlib.redirect_stdout(out := io.StringIO()):
         hubwatch(["--config", str(config), "advisories", "bench/long", "--json"])
     records = json.loads(out.getvalue())
+    bar = [line for line in err.getvalue().split("\r") if line.startswith("bench/long [")]
     fixed = sum(1 for r in records if any("fixed" in e for e in r["affected"][0]["ranges"][0]["events"]))
     return {"commits": n, "wall_s": wall, "cpu_s": used, "cpu_ms_per_commit": 1000 * used / n,
-            "advisories": len(records), "fixed": fixed}
+            "advisories": len(records), "fixed": fixed, "bar_updates": len(bar),
+            "bar_last": bar[-1].strip() if bar else ""}
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--lengths", default="100,500,2000")
+    p.add_argument("--lengths", default="100,500,1000,2000")
     args = p.parse_args(argv)
     lengths = [int(x) for x in args.lengths.split(",")]
+    command = " ".join(["benchmarks/first_track.py", *(sys.argv[1:] if argv is None else argv)])
+    started, load = datetime.now(UTC), os.getloadavg()[0]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in lengths:
             rows.append(track(n, Path(tmp)))
-    print(f"CPython {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end")
-    print("| commits | advisories | fixed | wall s | CPU s | CPU ms per commit |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(f"Command: `.venv/bin/python {command}`")
+    print(f"CPython {sys.version.split()[0]}, {os.cpu_count()} CPUs shared with other work, "
+          f"{started:%Y-%m-%d %H:%M}-{datetime.now(UTC):%H:%M} UTC, 1-minute load average {load:.1f} at the start, "
+          f"{os.getloadavg()[0]:.1f} at the end")
+    print("| commits | advisories | fixed | wall s | CPU s | CPU ms per commit | progress bar updates (last) |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for r in rows:
         print(f"| {r['commits']:,} | {r['advisories']:,} | {r['fixed']:,} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | "
-              f"{r['cpu_ms_per_commit']:.0f} |")
+              f"{r['cpu_ms_per_commit']:.0f} | {r['bar_updates']:,} (`{r['bar_last']}`) |")
     base = rows[0]["cpu_ms_per_commit"]
     worst = max(r["cpu_ms_per_commit"] for r in rows)
     print(f"goal: per-commit CPU flat across lengths; largest / smallest-length ratio {worst / base:.2f} "
           f"({'met' if worst / base < 1.5 else 'NOT met'} at < 1.5)")
+    drawn = all(f" {r['commits']}/{r['commits']} " in r["bar_last"] for r in rows)
+    print(f"goal: a progress bar on a terminal; drawn to {'the end' if drawn else 'NOT the end'} at every length "
+          f"({'met' if drawn else 'NOT met'})")
     return 0
 
 

@@ -50,7 +50,8 @@ threads as the daemon's concurrency. The two are told to run one cycle at a time
 (loop, polled, then polled, loop, ...), so load from elsewhere on the machine falls on both
 alike. Ratios are over the warm cycles (all but the first; summed). Requests are counted by
 the emulator per cycle; CPU time is the child's own (user + system); peak RSS is the child's
-`ru_maxrss` (imports included), current RSS its resident set after the cycle. Polled: one
+own high-water mark (`VmHWM`, imports included; `ru_maxrss` would carry the parent's over fork
+and exec), current RSS its resident set after the cycle. Polled: one
 `GET /api/models/{id}/revision/main?expand=sha` per repo through the daemon's shared,
 deadline-bound connections, nothing else; claims are one `UPDATE ... RETURNING` for a batch,
 unchanged outcomes are written 64 to a transaction. Firehose: one `list_models` page reached
@@ -134,6 +135,11 @@ def _rss_now_mb() -> float:
 
 
 def _peak_rss_mb() -> float:
+    """This process's own peak (VmHWM, new at exec): ``ru_maxrss`` carries the parent's peak over
+    fork and exec, so a child of a larger benchmark process read the parent's figure."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024  # kB
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
@@ -193,7 +199,7 @@ def run(repos: int, db: str, concurrency: int, budget: int, cycles: int = 5,
     from tests.daemon.helpers import write_config
     from tests.daemon.scalehub import ScaleHub, build_dirs, populate
 
-    load = [os.getloadavg()[0]]
+    load, started = [os.getloadavg()[0]], datetime.now(UTC)
     per_mode: dict[str, list[dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="hubwatch-scale-") as t, ScaleHub() as hub:
         tmp = Path(t)
@@ -246,7 +252,8 @@ def run(repos: int, db: str, concurrency: int, budget: int, cycles: int = 5,
                 drop()
         assert not hub.internal_errors, hub.internal_errors
     load.append(os.getloadavg()[0])
-    return {"repos": repos, "db": db, "concurrency": concurrency, "budget": budget, "modes": per_mode, "load": load}
+    return {"repos": repos, "db": db, "concurrency": concurrency, "budget": budget, "modes": per_mode, "load": load,
+            "when": f"{started:%Y-%m-%d %H:%M}-{datetime.now(UTC):%H:%M} UTC"}
 
 
 # ---------------------------------------------------------------------------- the report
@@ -265,7 +272,7 @@ def table(run: dict[str, Any]) -> str:
         f"{repos:,} unchanged repos ({db}, concurrency {run['concurrency']}, requests_per_5min {run['budget']}; "
         f"{platform.python_implementation()} {platform.python_version()}, {platform.machine()}; "
         f"{os.cpu_count()} CPUs shared with other work, 1-minute load average {run['load'][0]:.1f} at the start, "
-        f"{run['load'][1]:.1f} at the end; {datetime.now(UTC):%Y-%m-%d}):",
+        f"{run['load'][1]:.1f} at the end; {run['when']}):",
         "",
         "| mode | cycles | requests to the Hub per cycle | by route | repos polled | confirmed by the listing "
         "| wall time (warm, median) | CPU time (warm, median) | first cycle wall / CPU | peak RSS |",
@@ -345,6 +352,7 @@ def main() -> int:
         loop_child(args.loop[0], args.loop[1], int(args.loop[2]))
         return 0
     command = " ".join(["benchmarks/scale.py", *sys.argv[1:]])
+    print(f"Command: `.venv/bin/python {command}`\n", flush=True)
     tables = []
     for repos, cycles in args.repos or [(1000, None)]:
         for db in args.db or ["sqlite"]:

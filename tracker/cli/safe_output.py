@@ -30,5 +30,10 @@ class TerminalSafe:
         self._stream.write(escape_controls(text))
         return len(text)
 
+    def write_controls(self, text: str) -> int:
+        """``text`` as is: the CLI's own controls (the progress bar's carriage return); whatever
+        in it came from a repo the caller escaped first."""
+        return self._stream.write(text)
+
     def __getattr__(self, name: str) -> Any:  # flush, isatty, encoding, fileno, ...
         return getattr(self._stream, name)
