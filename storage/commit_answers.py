@@ -13,11 +13,21 @@ again. Nothing is stale past the next query, whichever process wrote. Full recor
 Memory is bounded: both caches are LRUs by estimated bytes; a chain whose segments would
 exceed ``MAX_CHAIN_BYTES`` (many long overlapping ranges: segments x depth) is answered by
 the SQL path (:func:`storage.commit_rows.affecting_json`), as are the commits it labels.
+
+A chain or record read on first touch costs a request a statement or two and builds what
+16 concurrent requests would all build at once, so :meth:`CommitAnswers.warm` reads every
+chain and record in the background (started by the first commit query), in steps that give
+way to requests, only while they fit the caches' room: it never evicts. ``kept_only``
+answers raise :class:`NotKept` rather than read anything but the labels, so that a caller
+on the event loop (SQLite: a label probe is tens of microseconds) can answer inline and go
+to a worker thread only on a miss.
 """
 
 from __future__ import annotations
 
 import bisect
+import logging
+import threading
 import time
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
@@ -29,7 +39,11 @@ from storage.engine import param_mark
 from storage.versioned_lru import VersionedLru
 
 CACHE_BYTES = 96 * 2**20  # chains' segments, all repos together
-RECORD_CACHE_BYTES = 64 * 2**20  # full records' stored JSON text
+# full records' stored JSON text: 33,300 records of ~2.1 kB (the 100 x 1,000 benchmark) are
+# 70 MB; at 64 MiB an LRU under uniform queries missed ~4 of a query's ~43 records, each time
+RECORD_CACHE_BYTES = 128 * 2**20
+WARM_SECONDS = 120.0  # a warm-up stops after this long, done or not
+WARM_PAUSE = 0.002  # seconds given way to requests between warm-up steps
 MAX_CHAIN_BYTES = 16 * 2**20  # one chain larger than this is not kept: the SQL path answers
 _CHUNK = 1000  # commits per label statement (a querybatch's whole size)
 _SLOW_STEP = 250  # commits per SQL-path step, the deadline checked between them
@@ -37,6 +51,11 @@ _SEGMENT_BYTES = 56 + 8 + 32  # a tuple, its slot in the list, its start positio
 _SLOT_BYTES = 8
 
 Label = tuple[str, int, int, int]  # repo, chain, pos, version
+log = logging.getLogger(__name__)
+
+
+class NotKept(Exception):
+    """A ``kept_only`` answer needed a chain or record that is not kept (or the SQL path)."""
 
 
 @dataclass(slots=True)
@@ -107,10 +126,11 @@ class CommitAnswers:
         self.max_chain_bytes = min(max_chain_bytes, cache_bytes)
 
     def answer(self, conn: Any, shas: Iterable[str], *, brief: bool,
-               deadline: float | None = None) -> dict[str, Sequence[str]] | None:
+               deadline: float | None = None, kept_only: bool = False) -> dict[str, Sequence[str]] | None:
         """``sha -> JSON texts`` of the live records whose GIT ranges hold it, sorted by id:
         each record's brief, or (``brief=False``) its stored text. None once past
-        ``deadline`` (``time.monotonic()``; checked between chains read and SQL steps)."""
+        ``deadline`` (``time.monotonic()``; checked between chains read and SQL steps).
+        ``kept_only``: :class:`NotKept` where more than the labels would have to be read."""
         wanted = list({s.lower() for s in shas})
         mark = param_mark(conn)
         out: dict[str, Sequence[str]] = dict.fromkeys(wanted, ())
@@ -127,7 +147,7 @@ class CommitAnswers:
                 else:
                     if deadline is not None and time.monotonic() > deadline:
                         return None
-                    c = chains[key] = self._chain(cursor, mark, repo, chain, version or 0)
+                    c = chains[key] = self._chain(cursor, mark, repo, chain, version or 0, kept_only)
                 if c is None:
                     slow.add(sha)
                 elif sha in first:
@@ -151,7 +171,7 @@ class CommitAnswers:
                 else:
                     full[sha] = [(k, merged[k][1], merged[k][2]) for k in sorted(merged)]
             if full:
-                out.update(self._records(cursor, mark, full))
+                out.update(self._records(cursor, mark, full, kept_only))
         finally:
             cursor.close()
         slow_list = sorted(slow)
@@ -161,26 +181,35 @@ class CommitAnswers:
             out.update(commit_rows.affecting_json(conn, slow_list[i : i + _SLOW_STEP], brief=brief))
         return out
 
-    def _chain(self, cursor: Any, mark: str, repo: str, chain: int, version: int) -> ChainAnswers | None:
+    def _chain(self, cursor: Any, mark: str, repo: str, chain: int, version: int,
+               kept_only: bool = False) -> ChainAnswers | None:
         key = (repo, chain)
         hit = self.chains.get(key, version)
         if isinstance(hit, ChainAnswers):
             return hit
+        if kept_only:  # to build, or answered by the SQL path
+            raise NotKept(key)
         if hit == _TOO_BIG:
             return None
+        return self._build_chain(cursor, mark, key, version, evict=True)
+
+    def _build_chain(self, cursor: Any, mark: str, key: tuple[str, int], version: int, *,
+                     evict: bool) -> ChainAnswers | None:
+        """Read and keep one chain (``evict=False``: only if it fits the room left)."""
         cursor.execute(
             f"SELECT advisory_id, start_pos, end_pos, brief FROM advisory_spans WHERE repo_id = {mark}"
-            f" AND chain = {mark}", (repo, chain)
+            f" AND chain = {mark}", key
         )
         built = build_chain(cursor.fetchall(), self.max_chain_bytes)
+        keep = self.chains.put if evict else self.chains.add
         if built is None:
-            self.chains.put(key, version, _TOO_BIG, 100)
+            keep(key, version, _TOO_BIG, 100)
         else:
-            self.chains.put(key, version, built, built.size)
+            keep(key, version, built, built.size)
         return built
 
-    def _records(self, cursor: Any, mark: str,
-                 held: dict[str, list[tuple[str, str, int]]]) -> dict[str, Sequence[str]]:
+    def _records(self, cursor: Any, mark: str, held: dict[str, list[tuple[str, str, int]]],
+                 kept_only: bool = False) -> dict[str, Sequence[str]]:
         """Each held advisory's stored record text (kept by id and repo at the repo's version); one
         withdrawn since its spans were read is left out."""
         found: dict[tuple[str, str, int], str | None] = {}
@@ -191,6 +220,8 @@ class CommitAnswers:
                 missing.append(key)
             else:
                 found[key] = hit[0]
+        if missing and kept_only:
+            raise NotKept(missing[0])
         text = "record" if mark == "?" else "record::text"
         for i in range(0, len(missing), _CHUNK):
             chunk = missing[i : i + _CHUNK]
@@ -205,6 +236,55 @@ class CommitAnswers:
                 found[key] = record
                 self.records.put((key[0], key[1]), key[2], (record,), 100 + (len(record) if record else 0))
         return {sha: [r for key in keys if (r := found[key]) is not None] for sha, keys in held.items()}
+
+
+    def warm(self, conn: Any, *, seconds: float = WARM_SECONDS, pause: float = WARM_PAUSE,
+             stop: threading.Event | None = None) -> tuple[int, int]:
+        """Read and keep every indexed chain, then the records their spans name, at each
+        repo's index version read first (what is read after it is as new or newer: a later
+        query reads the version again), while they fit the room left (nothing evicted, so
+        what requests keep stays); ``pause`` seconds between statements give the GIL back to
+        requests. Stops after ``seconds`` or once ``stop`` is set. Returns (chains, records) kept."""
+        deadline = time.monotonic() + seconds
+        mark = param_mark(conn)
+        text = "record" if mark == "?" else "record::text"
+        cursor = conn.connection.cursor()
+        kept_chains = kept_records = 0
+
+        def go_on() -> bool:
+            time.sleep(pause)
+            return time.monotonic() < deadline and not (stop is not None and stop.is_set())
+
+        try:
+            cursor.execute("SELECT repo_id, version FROM commit_index_versions")
+            versions: dict[str, int] = dict(cursor.fetchall())
+            cursor.execute(  # every chain has a point where it starts; spans, in case
+                "SELECT repo_id, chain FROM chain_points UNION SELECT repo_id, chain FROM advisory_spans"
+                " WHERE chain >= 0"
+            )
+            keys = sorted(cursor.fetchall())
+            for repo, chain in keys:
+                if not go_on() or self.chains.size + 100 > self.chains.max_bytes:
+                    return kept_chains, kept_records
+                version = versions.get(repo, 0)
+                if self.chains.get((repo, chain), version) is None:
+                    self._build_chain(cursor, mark, (repo, chain), version, evict=False)
+                    kept_chains += 1
+            for repo in sorted({repo for repo, _ in keys}):
+                if not go_on() or self.records.size + 100 > self.records.max_bytes:
+                    break
+                version = versions.get(repo, 0)
+                cursor.execute(
+                    f"SELECT id, {text}, withdrawn IS NOT NULL FROM advisories WHERE id IN"
+                    f" (SELECT advisory_id FROM advisory_spans WHERE repo_id = {mark} AND chain >= 0)", (repo,)
+                )
+                for adv_id, record, gone in cursor.fetchall():
+                    record = None if gone else record
+                    if self.records.add((adv_id, repo), version, (record,), 100 + (len(record) if record else 0)):
+                        kept_records += 1
+        finally:
+            cursor.close()
+        return kept_chains, kept_records
 
 
 def _in(mark: str, n: int) -> str:
@@ -231,3 +311,47 @@ def _labels(cursor: Any, mark: str, shas: Sequence[str]) -> list[tuple[str, str,
         )
         out += cursor.fetchall()
     return out
+
+
+class KeptQueries:
+    """The kept answers of a store, asked directly by the OSV routes (``store`` has ``engine``
+    and ``commit_answers``): :meth:`kept` answers on the caller's thread from what is kept,
+    on SQLite only (on PostgreSQL the label statement is a round trip the event loop must
+    not wait on), and :meth:`warm_soon` starts the warm-up once, in a daemon thread."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.inline = store.engine.dialect.name == "sqlite"
+        self._warming: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def kept(self, shas: Sequence[str], *, brief: bool) -> dict[str, Sequence[str]] | None:
+        """The answer from what is kept (one label statement); None: ask in a worker thread."""
+        if not self.inline:
+            return None
+        try:
+            with self.store.engine.connect() as conn:
+                return self.store.commit_answers.answer(conn, shas, brief=brief, kept_only=True)  # type: ignore[no-any-return]
+        except NotKept:
+            return None
+
+    def warm_soon(self) -> None:
+        if self._warming is not None:
+            return
+        with self._lock:
+            if self._warming is None:
+                self._warming = threading.Thread(target=self._warm, name="hubwatch-commit-warm", daemon=True)
+                self._warming.start()
+
+    def _warm(self) -> None:
+        started = time.monotonic()
+        try:
+            with self.store.engine.connect() as conn:
+                if conn.dialect.name == "postgresql":  # no transaction held open for its length
+                    conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+                chains, records = self.store.commit_answers.warm(conn)
+        except Exception as exc:  # the store closed under it, or a transient error: requests read on
+            log.warning("commit answers' warm-up stopped: %s: %s", type(exc).__name__, exc)
+            return
+        log.info("commit answers warmed: %d chains, %d records in %.1f s", chains, records,
+                 time.monotonic() - started)

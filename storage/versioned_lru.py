@@ -49,5 +49,15 @@ class VersionedLru(Generic[V]):
                 _, (_, _, dropped) = self._kept.popitem(last=False)
                 self.size -= dropped
 
+    def add(self, key: Hashable, version: Hashable, value: V, weight: int) -> bool:
+        """Keep ``value`` only where nothing is kept for ``key`` and it fits the room left
+        (evicting nothing: what a warm-up reads ahead never pushes out what requests use)."""
+        with self._lock:
+            if key in self._kept or self.size + weight > self.max_bytes:
+                return False
+            self._kept[key] = (version, value, weight)
+            self.size += weight
+            return True
+
     def __len__(self) -> int:
         return len(self._kept)

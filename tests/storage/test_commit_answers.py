@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from storage.commit_answers import CommitAnswers, build_chain
+from storage.commit_answers import CommitAnswers, NotKept, build_chain
 from storage.commit_index import OPEN
 from storage.commit_rows import affecting_json
 from storage.records import NewRevision
@@ -51,8 +51,9 @@ def _store(store: Any, repo: str, sha: str, parents: tuple[str, ...], advisory: 
     ))
 
 
-def _agree(store: Any, shas: list[str]) -> int:
-    """The kept answers equal the SQL path's, full and brief; returns how many were held."""
+def _agree(store: Any, shas: list[str], sizes: tuple[int, int, int] | None = None) -> int:
+    """The kept answers equal the SQL path's, full and brief, and so do a warmed-up
+    ``CommitAnswers(*sizes)``'s from memory alone; returns how many were held."""
     held = 0
     for brief in (True, False):
         kept = store.advisories_affecting_json(shas, brief=brief)
@@ -60,6 +61,17 @@ def _agree(store: Any, shas: list[str]) -> int:
             want = affecting_json(conn, shas, brief=brief)
         assert {sha: list(texts) for sha, texts in kept.items()} == want
         held += sum(len(t) for t in want.values())
+        # what the warm-up keeps answers alike, from memory alone (kept_only reads the labels only)
+        warmed = CommitAnswers(*sizes) if sizes else CommitAnswers()
+        with store.engine.connect() as conn:
+            warmed.warm(conn, pause=0)
+            try:
+                from_memory = warmed.answer(conn, shas, brief=brief, kept_only=True)
+            except NotKept:
+                assert sizes, "a warm-up with room for everything missed something a query needs"
+            else:
+                assert from_memory is not None
+                assert {sha: list(texts) for sha, texts in from_memory.items()} == want
     return held
 
 
@@ -127,7 +139,7 @@ def test_kept_answers_equal_the_sql_path_after_every_write(store: Any, sizes: An
                 commits.append(sha)
             else:
                 store.update_advisories([(rec, kind)])
-        _agree(store, [*commits, "f" * 40])
+        _agree(store, [*commits, "f" * 40], sizes)
 
 
 def test_a_write_in_another_process_is_seen_by_the_next_query(db_url: str) -> None:
@@ -237,3 +249,42 @@ def test_a_rename_and_a_new_repo_under_the_old_id_are_answered_afresh(store: Any
         _store(store, old, sha, (again[i - 1],) if i else ())
     assert _agree(store, [*again, *shas]) == 6
     assert all(not t for t in store.advisories_affecting_json(again, brief=True).values())
+
+
+def test_kept_queries_answer_inline_only_from_what_is_kept(store: Any) -> None:
+    """The OSV routes' inline path: nothing before the warm-up (cold chains and records are
+    read in a worker thread), the SQL path's answer after it (SQLite only: on PostgreSQL
+    the label statement is a round trip), and nothing kept at an older index version."""
+    from storage.commit_answers import KeptQueries
+
+    repo = "org/inline"
+    store.add_repo(repo, source=repo, source_kind="hub")
+    shas = [f"{i:040x}" for i in range(1, 5)]
+    for i, sha in enumerate(shas):
+        _store(store, repo, sha, (shas[i - 1],) if i else (), _record("x_T-I", [{"introduced": sha}]) if not i else None)
+    queries = KeptQueries(store)
+    assert queries.kept(shas, brief=False) is None
+    queries.warm_soon()
+    assert queries._warming is not None
+    queries._warming.join(30)
+    inline = queries.inline
+    assert inline == (store.dialect == "sqlite")
+
+    def agree() -> None:
+        for brief in (True, False):
+            got = queries.kept(shas, brief=brief)
+            if not inline:
+                assert got is None
+                continue
+            assert got is not None
+            want = store.advisories_affecting_json(shas, brief=brief)
+            assert {s: list(t) for s, t in got.items()} == {s: list(t) for s, t in want.items()}
+
+    agree()
+    fixed = _record("x_T-I", [{"introduced": shas[0]}, {"fixed": shas[2]}]) | {"modified": "2024-01-02T00:00:00Z"}
+    store.update_advisories([(fixed, "fixed")])
+    assert queries.kept(shas, brief=True) is None  # kept at the version before the write
+    held = store.advisories_affecting_json(shas, brief=True)  # read again, in a worker thread
+    assert held is not None and [len(held[s]) for s in shas] == [1, 1, 0, 0]
+    store.advisories_affecting_json(shas, brief=False)  # and the records, at the new version
+    agree()

@@ -106,10 +106,11 @@ def _install_error_shape(app: FastAPI) -> None:
 
 
 def _include_osv(app: FastAPI, store: Store, settings: Settings) -> None:
+    from storage.commit_answers import KeptQueries
     from tracker.api.osv_routes import osv_router
     from tracker.api.store_reader import StoreAdvisoryReader
 
-    app.include_router(osv_router(StoreAdvisoryReader(store)))
+    app.include_router(osv_router(StoreAdvisoryReader(store), kept=KeptQueries(store)))
 
 
 def _include_optional(module: str, factory: str) -> Callable[[FastAPI, Store, Settings], None]:

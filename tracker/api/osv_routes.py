@@ -37,7 +37,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from email.utils import format_datetime
-from typing import Any
+from typing import Any, Protocol
 
 from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
@@ -96,9 +96,23 @@ class Query:
     version: str | None = None
 
 
+class KeptCommits(Protocol):
+    """Commit answers kept in memory beside the reader (:class:`storage.commit_answers.KeptQueries`)."""
+
+    def kept(self, shas: Sequence[str], *, brief: bool) -> dict[str, Sequence[str]] | None:
+        """The reader's ``affecting_json`` from what is kept, fast enough for the event loop;
+        None when it would need more (the route then asks the reader in a worker thread)."""
+        ...
+
+    def warm_soon(self) -> None:
+        """Start reading what commit queries need ahead, in the background (once)."""
+        ...
+
+
 def osv_router(reader: AdvisoryReader, *, max_body_bytes: int = MAX_BODY_BYTES,
-               batch_seconds: float | None = None) -> APIRouter:
-    """The router of the OSV routes over ``reader``."""
+               batch_seconds: float | None = None, kept: KeptCommits | None = None) -> APIRouter:
+    """The router of the OSV routes over ``reader``; ``kept``: commit-only queries are
+    answered on the event loop when it has all they need, and it is warmed on first use."""
     router = APIRouter(tags=["osv"])
     budget = BATCH_SECONDS if batch_seconds is None else batch_seconds
     in_flight = WorkLimiter(QUERIES_IN_FLIGHT)
@@ -121,7 +135,12 @@ def osv_router(reader: AdvisoryReader, *, max_body_bytes: int = MAX_BODY_BYTES,
             return error(400, 3, str(exc))
         if _commit_only(parsed):
             assert parsed.commit is not None
-            held = await run_in_threadpool(commit_answers, reader, [parsed.commit], False)
+            held = None
+            if kept is not None:
+                kept.warm_soon()
+                held = kept.kept([parsed.commit], brief=False)
+            if held is None:
+                held = await run_in_threadpool(commit_answers, reader, [parsed.commit], False)
             assert held is not None  # no deadline
             return _raw_json(_vulns_json(held[parsed.commit]))
         vulns = (await run_in_threadpool(run_queries, reader, [parsed]))[0]
@@ -144,6 +163,8 @@ def osv_router(reader: AdvisoryReader, *, max_body_bytes: int = MAX_BODY_BYTES,
                 parsed = [parse_query(q) for q in queries]
             except QueryError as exc:
                 return error(400, 3, str(exc))
+        if kept is not None:
+            kept.warm_soon()
         deadline = time.monotonic() + budget
         weight = max(1, len(queries))
         if not await in_flight.acquire(weight, budget):
