@@ -410,14 +410,20 @@ class Store:
         blobs = {k: v for k, v in blobs.items() if not self.blob_cache.holds(k)}
         if not blobs:
             return
+        rows = [{"key": k, "size": len(v), "data": v} for k, v in blobs.items()]
+        for i in range(0, len(rows), 200):
+            s.execute(self._blob_insert, rows[i : i + 200])
+
+    @functools.cached_property
+    def _blob_insert(self) -> Any:
+        """One INSERT, its rows as parameters (an executemany): the statement is compiled once
+        per process, where a multi-row VALUES of each revision's blob count was compiled anew
+        at every revision (benchmarks/new_revision.py)."""
         if self.dialect == "postgresql":
             from sqlalchemy.dialects.postgresql import insert as dialect_insert
         else:
             from sqlalchemy.dialects.sqlite import insert as dialect_insert  # type: ignore[assignment]
-        rows = [{"key": k, "size": len(v), "data": v} for k, v in blobs.items()]
-        for i in range(0, len(rows), 200):
-            stmt = dialect_insert(BlobRow).values(rows[i : i + 200]).on_conflict_do_nothing(index_elements=["key"])
-            s.execute(stmt)
+        return dialect_insert(BlobRow.__table__).on_conflict_do_nothing(index_elements=["key"])  # type: ignore[arg-type]
 
     def history(
         self, repo_id: str, *, limit: int | None = None, before_seq: int | None = None, with_changes: bool = True
