@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime
 
 import pytest
 from fastapi.testclient import TestClient
@@ -116,6 +117,36 @@ def test_revision_entries_have_the_history_json_shape(store, client) -> None:  #
     assert entry["committed_at"].endswith("Z") and entry["advisory_id"] == revs[-1].advisory["id"]
     for c in entry["changes"]:
         assert set(c) == {"kind", "path", "summary", "severity"}
+
+
+HOSTILE = 'q"uo\\te </script> \x01\x1f\t\n é 漢 \U0001f600 \u2028'
+
+
+def test_page_entries_are_the_revision_routes_json(store, client) -> None:  # type: ignore[no-untyped-def]
+    """The database encodes a page's entries (issue 17): hostile text (quotes, backslashes,
+    control characters, non-ASCII) and several changes in order read back as the one-revision
+    route (``revision_json``) has them, on SQLite and PostgreSQL."""
+    from storage.records import NewRevision
+    from tracker.model import Change, ChangeKind, Severity
+
+    revs = seed_history(store, n=2)
+    sha = "e" * 40
+    changes = tuple(Change(ChangeKind.CONFIG, f"{HOSTILE}/{i}.json", f"{HOSTILE} {i}", (), sev, {"i": i})
+                    for i, sev in enumerate([Severity.LOW, None, Severity.HIGH, None]))
+    when = datetime(2024, 3, 1, 12, 30, 45, 678901, tzinfo=UTC)
+    assert store.record_revision(NewRevision(
+        repo_id="org/model", sha=sha, parent=revs[-1].sha, parents=(revs[-1].sha,), committed_at=when,
+        title=HOSTILE, message=HOSTILE, authors=(HOSTILE, "bob"), changes=changes, severity="HIGH", tree=None,
+        plan=None, plan_delta=None, advisory=None, new_head=sha), now=when)
+    page = client.get("/api/v1/repos/org/model/revisions", params={"limit": 3}).json()["revisions"]
+    assert [e["sha"] for e in page] == [sha, revs[1].sha, revs[0].sha]
+    assert page[0]["committed_at"] == "2024-03-01T12:30:45Z"
+    assert all(s in page[0]["title"] for s in ('q"uo\\te </script>', "é 漢 \U0001f600 \u2028"))  # as stored (sanitised)
+    assert [c["summary"][-1] for c in page[0]["changes"]] == ["0", "1", "2", "3"]
+    for entry in page:
+        full = client.get(f"/api/v1/repos/org/model/revisions/{entry['sha']}").json()
+        assert entry == {k: full[k] for k in entry if k != "changes"} | {
+            "changes": [{k: c[k] for k in ("kind", "path", "summary", "severity")} for c in full["changes"]]}
 
 
 def test_a_kept_page_is_replaced_when_any_writer_adds_a_revision(store, db_url) -> None:  # type: ignore[no-untyped-def]
