@@ -53,6 +53,7 @@ class ScheduleSettings:
 class ServerSettings:
     host: str = "127.0.0.1"
     port: int = 8080
+    workers: int = 1  # `serve`'s API processes on one socket (`run` serves from one: its scheduler runs once)
     api_token: str | None = field(default=None, repr=False)
 
 
@@ -285,6 +286,8 @@ def _validate(s: Settings) -> None:
         raise ConfigError("[schedule] concurrency must be at least 1")
     if s.schedule.interval_seconds < 1:
         raise ConfigError("[schedule] interval_seconds must be at least 1")
+    if not 1 <= s.server.workers <= 64:
+        raise ConfigError("[server] workers must be between 1 and 64")
     if s.hub.timeout_seconds <= 0:
         raise ConfigError("[hub] timeout_seconds must be positive")
     hooks = s.webhooks

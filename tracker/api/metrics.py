@@ -26,6 +26,10 @@ log = logging.getLogger("hubwatch.metrics")
 
 StatsSource = Callable[[], Mapping[str, Any]]
 
+#: What an inbound Hub webhook can come to (tracker.api.hooks): the counters that
+#: :meth:`Metrics.share_across_processes` keeps in shared memory.
+HOOK_OUTCOMES = ("disabled", "unauthorized", "forbidden", "ignored", "queued")
+
 #: (snapshot key, metric name, help): plain counters of the daemon.
 _COUNTERS = (
     ("requests", "hubwatch_hub_requests", "Requests sent to the Hub"),
@@ -60,21 +64,48 @@ class Metrics(Collector):
         self.stats = stats
         self.hooks: dict[str, int] = {}  # inbound Hub webhooks by outcome
         self._lock = threading.Lock()
+        self._shared: Any = None  # HOOK_OUTCOMES' counts in memory every worker shares
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self)
 
+    def share_across_processes(self) -> None:
+        """Called before ``serve --workers N`` forks: the webhook counters move to shared
+        memory, so a scrape answered by any worker counts every worker's webhooks (each
+        worker's own would make the counter jump between scrapes)."""
+        import multiprocessing
+
+        counts = multiprocessing.get_context("fork").Array("q", len(HOOK_OUTCOMES))
+        with self._lock:
+            for i, outcome in enumerate(HOOK_OUTCOMES):
+                counts[i] = self.hooks.pop(outcome, 0)
+            self._shared = counts
+
     def hook(self, outcome: str) -> None:
+        shared = self._shared
+        if shared is not None and outcome in HOOK_OUTCOMES:
+            with shared.get_lock():
+                shared[HOOK_OUTCOMES.index(outcome)] += 1
+            return
         with self._lock:
             self.hooks[outcome] = self.hooks.get(outcome, 0) + 1
+
+    def hook_counts(self) -> dict[str, int]:
+        """Inbound webhooks by outcome, this process's and (when shared) every worker's."""
+        with self._lock:
+            counts = dict(self.hooks)
+        shared = self._shared
+        if shared is not None:
+            with shared.get_lock():
+                counts |= {o: n for o, n in zip(HOOK_OUTCOMES, shared[:], strict=True) if n}
+        return counts
 
     def collect(self) -> Iterator[Metric]:
         snap = dict(self.stats()) if self.stats is not None else {}
         if snap:
             yield from _daemon_metrics(snap)
         hooks = CounterMetricFamily("hubwatch_hub_webhooks", "Hub webhooks received, by outcome", labels=["outcome"])
-        with self._lock:
-            for outcome, n in sorted(self.hooks.items()):
-                hooks.add_metric([outcome], n)
+        for outcome, n in sorted(self.hook_counts().items()):
+            hooks.add_metric([outcome], n)
         yield hooks
         yield from self._store_metrics()
 

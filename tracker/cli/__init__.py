@@ -31,6 +31,13 @@ def _positive_int(text: str) -> int:
     return n
 
 
+def _workers(text: str) -> int:
+    n = _positive_int(text)
+    if n > 64:
+        raise argparse.ArgumentTypeError(f"{text!r}: at most 64 workers")
+    return n
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hubwatch", description="Track Hugging Face model repos and advise on every change.")
     p.add_argument("--config", metavar="PATH", help="config file (default: HUBWATCH_CONFIG or ./config.toml)")
@@ -97,7 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("directory", metavar="DIR")
 
     cmd("run", "scheduler + HTTP API in one process, until SIGINT/SIGTERM")
-    cmd("serve", "the HTTP API alone")
+    sv = cmd("serve", "the HTTP API alone")
+    sv.add_argument("--workers", type=_workers, metavar="N",
+                    help="API processes sharing the listening socket (default: [server] workers, 1)")
 
     sb = cmd("subscribe", "add an outbound webhook subscription", json=True)
     sb.add_argument("url", metavar="URL")

@@ -55,17 +55,29 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def serve(ctx: Context) -> int:
-    """The HTTP API alone, on [server] host/port."""
+    """The HTTP API alone, on [server] host/port, in ``--workers`` / [server] workers processes."""
     import uvicorn
 
     from tracker.api.app import create_app
+    from tracker.cli.workers import run_workers
 
+    workers = getattr(ctx.args, "workers", None) or ctx.settings.server.workers
     sock = listen(ctx.settings.server.host, ctx.settings.server.port)
     _configure_logging()
     _quiet_libraries()
     app = create_app(ctx.store, ctx.settings)
-    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
-    return 0
+
+    def serve_one() -> None:
+        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+
+    if workers == 1:
+        serve_one()
+        return 0
+    if app.state.metrics is not None:
+        app.state.metrics.share_across_processes()
+    log.info("hubwatch serve: api on http://%s:%s, %d workers", ctx.settings.server.host,
+             ctx.settings.server.port, workers)
+    return run_workers(workers, serve_one, after_fork=lambda: ctx.store.engine.dispose(close=False))
 
 
 def build_daemon(ctx: Context) -> Any:
@@ -111,6 +123,9 @@ def run(ctx: Context) -> int:
     _configure_logging()
     _quiet_libraries()
     added = ctx.sync_config_repos()
+    if ctx.settings.server.workers > 1:
+        log.info("[server] workers = %d is for `hubwatch serve`: `run` serves its API from one process "
+                 "(its scheduler runs once)", ctx.settings.server.workers)
     daemon = build_daemon(ctx)
     metrics = Metrics(ctx.store, stats=daemon.stats.snapshot)
     app = create_app(ctx.store, ctx.settings, scheduler_alive=daemon.alive, metrics=metrics)

@@ -1,0 +1,100 @@
+"""``serve --workers N``: N server processes on one listening socket (issue 17).
+
+One CPython process serves on one core at a time (the GIL); N forked children share the
+socket the parent bound, so the kernel hands each new connection to whichever child accepts
+it first. The app is built once, before the fork, and each child drops the database
+connections it inherited (``after_fork``): a connection is never shared between processes.
+Each child keeps its own in-memory caches; they are validated by the per-repo version
+counters in the database, so a write seen by one child is seen by all. Per-process limits
+(in-flight batch work, compare slots) are per child.
+
+The parent only waits: SIGINT or SIGTERM is passed on to the children as SIGTERM (each
+shuts down as uvicorn does, finishing the requests in flight); a child that dies on its own
+stops the others, and the exit code is 1, so a supervisor (systemd, Kubernetes) restarts
+the whole service rather than running it short of a worker without anyone knowing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Callable
+from types import FrameType
+
+log = logging.getLogger("hubwatch")
+
+
+def run_workers(count: int, serve_one: Callable[[], None], *, after_fork: Callable[[], None]) -> int:
+    """Fork ``count`` children that each run ``serve_one()``; wait for them; the exit code."""
+    alive: set[int] = set()
+    stopping: list[int] = []
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        if not stopping:
+            log.info("signal %s: stopping %d workers", signal.Signals(signum).name, len(alive))
+            _signal_all(alive, signal.SIGTERM)
+        stopping.append(signum)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        for _ in range(count):
+            if stopping:  # a signal before every worker was started: start no more
+                break
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child's exit is seen by the parent's tests
+                _child(serve_one, after_fork, previous)
+            alive.add(pid)
+        return _wait(alive, stopping)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _child(serve_one: Callable[[], None], after_fork: Callable[[], None],
+           previous: dict[signal.Signals, object]) -> None:  # pragma: no cover - runs in the child
+    """A worker: its own connections, uvicorn's signal handling, never back into the caller."""
+    code = 1
+    try:
+        for sig in previous:
+            # uvicorn re-raises the signal it stopped on once it is done: end here, quietly
+            signal.signal(sig, lambda _s, _f: None)
+        after_fork()
+        serve_one()
+        code = 0
+    except BaseException:
+        log.exception("an API worker failed")
+    finally:
+        logging.shutdown()
+        os._exit(code)
+
+
+def _wait(alive: set[int], stopping: list[int]) -> int:
+    """Reap the children; the first that dies unasked stops the rest (exit code 1)."""
+    failed = False
+    while alive:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            break
+        except InterruptedError:  # pragma: no cover - PEP 475 retries os.wait itself
+            continue
+        if pid not in alive:
+            continue
+        alive.discard(pid)
+        code = os.waitstatus_to_exitcode(status)
+        if not stopping:
+            log.error("API worker %d exited (%s); stopping the others", pid, code)
+            failed = True
+            stopping.append(0)
+            _signal_all(alive, signal.SIGTERM)
+        elif code != 0:
+            failed = True
+    return 1 if failed else 0
+
+
+def _signal_all(pids: set[int], sig: signal.Signals) -> None:
+    for pid in sorted(pids):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
