@@ -67,6 +67,9 @@ class ChainAnswers:
     segments: list[tuple[str, ...]]  # live briefs, sorted by advisory id
     ids: dict[str, str]  # brief -> advisory id
     size: int  # estimated bytes
+    # each segment as a querybatch result's pieces: ``brief,`` ... ``brief]},`` (after
+    # ``{"vulns":[``), the variants shared by all segments; None where it holds nothing
+    wire: list[tuple[str, ...] | None]
 
     def at(self, pos: int) -> tuple[str, ...]:
         i = bisect.bisect_right(self.starts, pos) - 1
@@ -107,10 +110,14 @@ def build_chain(spans: Iterable[tuple[str, int, int, str | None]],
             continue
         starts.append(pos)
         segments.append(segment)
-        size += _SEGMENT_BYTES + _SLOT_BYTES * len(segment)
+        size += 2 * (_SEGMENT_BYTES + _SLOT_BYTES * len(segment))  # the segment and its wire
         if size > max_bytes:
             return None
-    return ChainAnswers(starts, segments, ids, size)
+    comma = {b: b + "," for b in ids}
+    last = {b: b + "]}," for b in ids}
+    size += sum(2 * (60 + len(b)) for b in ids)
+    wire = [(*map(comma.__getitem__, seg[:-1]), last[seg[-1]]) if seg else None for seg in segments]
+    return ChainAnswers(starts, segments, ids, size, wire)
 
 
 class CommitAnswers:
@@ -180,6 +187,46 @@ class CommitAnswers:
                 return None
             out.update(commit_rows.affecting_json(conn, slow_list[i : i + _SLOW_STEP], brief=brief))
         return out
+
+    def batch_json(self, conn: Any, shas: Sequence[str]) -> str:
+        """``{"results":[...]}`` of a querybatch of commit-only queries (lowercased, in query
+        order): the text ``tracker.api.osv_routes.commit_batch_json`` makes of
+        :meth:`answer` (``brief``), in one pass over the kept chains' wire pieces (one join
+        of the whole answer, no text per commit). :class:`NotKept` when a chain is not kept
+        (or too big), or a commit is stored in more than one repo: :meth:`answer` merges."""
+        cursor = conn.connection.cursor()
+        try:
+            rows = _labels(cursor, param_mark(conn), list(set(shas)))
+        finally:
+            cursor.close()
+        get = self.chains.get
+        chains: dict[tuple[str, int], ChainAnswers] = {}
+        wires: dict[str, tuple[str, ...] | None] = {}
+        for sha, repo, chain, pos, version in rows:
+            key = (repo, chain)
+            c = chains.get(key)
+            if c is None:
+                hit = get(key, version or 0)
+                if not isinstance(hit, ChainAnswers):
+                    raise NotKept(key)
+                c = chains[key] = hit
+            if sha in wires:
+                raise NotKept(sha)
+            i = bisect_right(c.starts, pos) - 1
+            wires[sha] = c.wire[i] if i >= 0 else None
+        pieces = ['{"results":[']
+        append, extend, found = pieces.append, pieces.extend, wires.get
+        for sha in shas:
+            w = found(sha)
+            if w:
+                append('{"vulns":[')
+                extend(w)
+            else:
+                append("{},")
+        if shas:
+            pieces[-1] = pieces[-1][:-1]
+        append("]}")
+        return "".join(pieces)
 
     def _chain(self, cursor: Any, mark: str, repo: str, chain: int, version: int,
                kept_only: bool = False) -> ChainAnswers | None:
@@ -332,6 +379,16 @@ class KeptQueries:
         try:
             with self.store.engine.connect() as conn:
                 return self.store.commit_answers.answer(conn, shas, brief=brief, kept_only=True)  # type: ignore[no-any-return]
+        except NotKept:
+            return None
+
+    def batch_json(self, shas: Sequence[str]) -> str | None:
+        """:meth:`CommitAnswers.batch_json` (call it in a worker thread); None: not kept."""
+        try:
+            with self.store.engine.connect() as conn:
+                if conn.dialect.name == "postgresql":  # reads only: no BEGIN, no ROLLBACK round trip
+                    conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+                return self.store.commit_answers.batch_json(conn, shas)  # type: ignore[no-any-return]
         except NotKept:
             return None
 

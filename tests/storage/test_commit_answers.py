@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import subprocess
 import sys
 import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -28,6 +30,7 @@ from storage.commit_answers import CommitAnswers, NotKept, build_chain
 from storage.commit_index import OPEN
 from storage.commit_rows import affecting_json
 from storage.records import NewRevision
+from tracker.api.osv_routes import commit_batch_json
 
 WHEN = datetime(2024, 1, 1, tzinfo=UTC)
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,7 +75,28 @@ def _agree(store: Any, shas: list[str], sizes: tuple[int, int, int] | None = Non
             else:
                 assert from_memory is not None
                 assert {sha: list(texts) for sha, texts in from_memory.items()} == want
+            if brief:  # a querybatch's text in one pass, in query order (repeats too)
+                order = [*reversed(shas), *shas[:2]]
+                try:
+                    text = warmed.batch_json(conn, order)
+                except NotKept:
+                    in_two = conn.exec_driver_sql(
+                        "SELECT sha FROM revisions GROUP BY sha HAVING count(*) > 1").first()
+                    assert sizes or in_two, "a warmed batch of commits in one repo each was not kept"
+                else:
+                    assert text == commit_batch_json(_Answers(want), order, math.inf)
+                    assert len(json.loads(text)["results"]) == len(order)
     return held
+
+
+class _Answers:
+    """A reader whose commit answers are given (what commit_batch_json asks of one)."""
+
+    def __init__(self, held: dict[str, list[str]]) -> None:
+        self.held = held
+
+    def affecting_json(self, shas: Any, *, brief: bool, deadline: Any = None) -> dict[str, list[str]]:
+        return self.held
 
 
 # one step of a random history: a commit (its parents drawn from the commits so far, and an
@@ -270,7 +294,12 @@ def test_kept_queries_answer_inline_only_from_what_is_kept(store: Any) -> None:
     inline = queries.inline
     assert inline == (store.dialect == "sqlite")
 
-    def agree() -> None:
+    def agree(last_held: bool) -> None:
+        order = [shas[3], "f" * 40, *shas, shas[0]]
+        want = commit_batch_json(_Answers(store.advisories_affecting_json(order, brief=True)), order, math.inf)
+        assert queries.batch_json(order) == want  # in a worker thread: on PostgreSQL too
+        first = {"vulns": [{"id": "x_T-I", "modified": ANY}]} if last_held else {}
+        assert json.loads(want)["results"][:2] == [first, {}]
         for brief in (True, False):
             got = queries.kept(shas, brief=brief)
             if not inline:
@@ -280,11 +309,11 @@ def test_kept_queries_answer_inline_only_from_what_is_kept(store: Any) -> None:
             want = store.advisories_affecting_json(shas, brief=brief)
             assert {s: list(t) for s, t in got.items()} == {s: list(t) for s, t in want.items()}
 
-    agree()
+    agree(True)
     fixed = _record("x_T-I", [{"introduced": shas[0]}, {"fixed": shas[2]}]) | {"modified": "2024-01-02T00:00:00Z"}
     store.update_advisories([(fixed, "fixed")])
     assert queries.kept(shas, brief=True) is None  # kept at the version before the write
     held = store.advisories_affecting_json(shas, brief=True)  # read again, in a worker thread
     assert held is not None and [len(held[s]) for s in shas] == [1, 1, 0, 0]
     store.advisories_affecting_json(shas, brief=False)  # and the records, at the new version
-    agree()
+    agree(False)

@@ -104,6 +104,11 @@ class KeptCommits(Protocol):
         None when it would need more (the route then asks the reader in a worker thread)."""
         ...
 
+    def batch_json(self, shas: Sequence[str]) -> str | None:
+        """:func:`commit_batch_json`'s text from what is kept (in a worker thread); None
+        when it would need more."""
+        ...
+
     def warm_soon(self) -> None:
         """Start reading what commit queries need ahead, in the background (once)."""
         ...
@@ -171,7 +176,7 @@ def osv_router(reader: AdvisoryReader, *, max_body_bytes: int = MAX_BODY_BYTES,
             return error(429, 8, f"The batch waited over {budget:g} s for room; retry later.")
         try:
             if shas is not None:
-                text = await run_in_threadpool(commit_batch_json, reader, shas, deadline)
+                text = await run_in_threadpool(_commit_batch, reader, kept, shas, deadline)
             else:
                 results = await run_in_threadpool(answer_batch, reader, parsed, deadline)
                 text = None if results is None else _results_json(results)
@@ -277,6 +282,15 @@ def commit_batch_json(reader: AdvisoryReader, commits: Sequence[str], deadline: 
     pieces[-1] = pieces[-1][:-1] if commits else pieces[-1]
     pieces.append("]}")
     return "".join(pieces)
+
+
+def _commit_batch(reader: AdvisoryReader, kept: KeptCommits | None, commits: Sequence[str],
+                  deadline: float) -> str | None:
+    """The batch's text from what is kept when it has all (one pass), else from the reader."""
+    text = kept.batch_json(commits) if kept is not None else None
+    if text is None:
+        return commit_batch_json(reader, commits, deadline)
+    return None if time.monotonic() > deadline else text
 
 
 def run_queries(
