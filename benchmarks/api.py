@@ -17,10 +17,18 @@ each goal beside its measurement. Progress lines go to stderr as it runs; the re
 is rewritten after every step to ``--out`` (and ``--out``.json), and printed at the end even
 when a later step fails, so a long run keeps what it measured.
 
+The server is run as ``hubwatch serve`` runs it (``tracker.cli.serve_cmds.serve_app``: the
+same uvicorn settings, ``--workers`` forked processes on one socket), and so is the trivial
+ceiling, with the same process count; the header says how. Server CPU counts the workers.
+Each route's first requests (about 50, on fresh connections) are timed apart and reported
+beside the steady ones ("first requests"), not hidden. ``--profile DIR`` has py-spy (when
+installed) record the server through each route's timed requests, a flame graph per route.
+
     .venv/bin/python benchmarks/api.py                                   # both, 100 x 1,000
     .venv/bin/python benchmarks/api.py --db sqlite --repos 10 --per-repo 200 --requests 300
     .venv/bin/python benchmarks/api.py --repos 100 --per-repo 10000 --advisory-every 30 --seed-only
     .venv/bin/python benchmarks/api.py --db sqlite --routes "commit query;querybatch 1000"
+    .venv/bin/python benchmarks/api.py --db postgresql --workers 2 --profile /tmp/prof --routes "commit query"
 
 PostgreSQL: ``--pg-admin-url`` (default ``HUBWATCH_TEST_PG`` or 127.0.0.1:5432/test); a
 throwaway database is created and dropped.
@@ -181,9 +189,14 @@ def _bound(row: tuple[Any, ...], binds: list[tuple[int, Callable[[Any], Any]]]) 
 # --- the server, in a child process -----------------------------------------------------------
 
 
-def serve_main(url: str, port: int, trivial: bool) -> None:
-    import uvicorn
+def serve_main(url: str, port: int, trivial: bool, workers: int = 1) -> None:
+    """The server child: bound first, the app built, then served as ``hubwatch serve`` serves
+    (``serve_cmds.serve_app``: its uvicorn settings, ``workers`` forked processes), the
+    trivial ceiling too."""
+    from tracker.cli.serve_cmds import listen, serve_app
 
+    sock = listen("127.0.0.1", port)
+    after_fork: Callable[[], None] = lambda: None  # noqa: E731
     if trivial:
         from fastapi import FastAPI
 
@@ -196,39 +209,86 @@ def serve_main(url: str, port: int, trivial: bool) -> None:
         from tracker.api.app import create_app
         from tracker.config import Settings
 
-        app = create_app(open_store(url, run_migrations=False), Settings())
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+        store = open_store(url, run_migrations=False)
+        app = create_app(store, Settings())
+        after_fork = lambda: store.engine.dispose(close=False)  # noqa: E731
+    serve_app(app, sock, workers, after_fork=after_fork)
+
+
+def server_config(workers: int) -> dict[str, Any]:
+    """What serves the routes (and the ceiling, the same way): uvicorn's version, the HTTP
+    parser and event loop its ``auto`` picks here, the worker processes."""
+    import importlib.metadata
+    import importlib.util
+
+    return {"uvicorn": importlib.metadata.version("uvicorn"),
+            "http": "httptools" if importlib.util.find_spec("httptools") else "h11",
+            "loop": "uvloop" if importlib.util.find_spec("uvloop") else "asyncio",
+            "workers": workers, "access_log": False}
+
+
+def config_line(config: dict[str, Any]) -> str:
+    return (f"server: uvicorn {config['uvicorn']} (http {config['http']}, loop {config['loop']}, access log off), "
+            f"{config['workers']} process(es) as `hubwatch serve --workers {config['workers']}` serves; the trivial "
+            f"ceiling served the same way, same process count")
 
 
 @contextmanager
-def server(url: str, *, trivial: bool = False) -> Iterator[tuple[int, int]]:
-    """(port, pid) of the app on uvicorn in a child process."""
+def server(url: str, *, trivial: bool = False, workers: int = 1) -> Iterator[tuple[int, int]]:
+    """(port, pid) of the app on uvicorn in a child process (its workers under it), once it answers."""
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    args = [sys.executable, __file__, "--serve", url, "--port", str(port)] + (["--trivial"] if trivial else [])
-    child = subprocess.Popen(args, cwd=ROOT)
+    args = [sys.executable, __file__, "--serve", url, "--port", str(port), "--workers", str(workers)]
+    child = subprocess.Popen(args + (["--trivial"] if trivial else []), cwd=ROOT)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or child.poll() is not None:
-                    raise RuntimeError("the server did not start") from None
-                time.sleep(0.1)
+        deadline = time.monotonic() + 120
+        path = "/trivial" if trivial else "/healthz"
+        while not (_answers(port, path) and (workers == 1 or len(descendants(child.pid)) == workers)):
+            if time.monotonic() > deadline or child.poll() is not None:
+                raise RuntimeError("the server did not start")
+            time.sleep(0.1)
         yield port, child.pid
     finally:
         child.terminate()
-        child.wait(10)
+        child.wait(30)
 
 
-def cpu_seconds(pid: int) -> float:
+def _answers(port: int, path: str) -> bool:
+    """One GET answered 200: the app is built and served (the socket listens before that)."""
+    import socket
+
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as c:
+            c.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+            return c.recv(64).startswith(b"HTTP/1.1 200")
+    except OSError:
+        return False
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes under ``pid`` (a server's forked workers), from /proc."""
+    out: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            for child in (task / "children").read_text().split():
+                out += [int(child), *descendants(int(child))]
+    return out
+
+
+def cpu_seconds(pid: int, *, tree: bool = False) -> float:
+    """CPU seconds of ``pid`` (with ``tree``: and of the live processes under it, a server's workers)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    if not tree:
+        return own
+    under = 0.0
+    for child in descendants(pid):
+        with contextlib.suppress(OSError):  # gone since the listing
+            under += cpu_seconds(child)
+    return own + under
 
 
 # --- the load: a minimal keep-alive HTTP/1.1 client -------------------------------------------
@@ -264,25 +324,62 @@ async def _connection(
         writer.close()
 
 
-def load(port: int, pid: int, make: Callable[[], Request], requests: int, connections: int) -> dict[str, float]:
-    """Run ``requests`` requests over ``connections`` connections; latency and CPU."""
-    warm: list[float] = []
-    asyncio.run(_many(port, make, min(50, max(connections, requests // 10)), connections, warm))
+def load(port: int, pid: int, make: Callable[[], Request], requests: int, connections: int,
+         profile: Path | None = None) -> dict[str, Any]:
+    """Run ``requests`` requests over ``connections`` connections; latency and server CPU
+    (the server's process and its workers). Before them, the route's first requests (about
+    50) open the connections and are timed apart: ``first_touch``. With ``profile`` (an
+    output path), py-spy records the server through the timed requests."""
+    first: list[float] = []
+    first_n = min(50, max(connections, requests // 10))
+    before = cpu_seconds(pid, tree=True)
+    t = time.perf_counter()
+    asyncio.run(_many(port, make, first_n, connections, first))
+    first_touch = {"requests": first_n, "wall_s": time.perf_counter() - t, **_latency(first),
+                   "server_cpu_ms_per_req": (cpu_seconds(pid, tree=True) - before) * 1000 / first_n}
+    spy = _py_spy(pid, profile) if profile is not None else None
     samples: list[float] = []
     refused: list[str] = []
-    server_cpu, client_cpu = cpu_seconds(pid), resource.getrusage(resource.RUSAGE_SELF)
+    server_cpu, client_cpu = cpu_seconds(pid, tree=True), resource.getrusage(resource.RUSAGE_SELF)
     t = time.perf_counter()
     asyncio.run(_many(port, make, requests, connections, samples, refused))
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_SELF)
-    ordered = sorted(samples)
+    server_after = cpu_seconds(pid, tree=True)
+    if spy is not None:
+        spy.send_signal(2)  # SIGINT: py-spy writes its file
+        spy.wait(60)
     return {
         "requests": requests, "connections": connections, "wall_s": wall, "req_per_s": requests / wall,
-        "p50_ms": statistics.median(ordered), "p99_ms": ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))],
-        "server_cpu_ms_per_req": (cpu_seconds(pid) - server_cpu) * 1000 / requests,
+        **_latency(samples), "server_cpu_ms_per_req": (server_after - server_cpu) * 1000 / requests,
         "client_cpu_s": (after.ru_utime + after.ru_stime) - (client_cpu.ru_utime + client_cpu.ru_stime),
-        "refused_429": len(refused),
+        "refused_429": len(refused), "first_touch": first_touch,
     }
+
+
+def _latency(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {"p50_ms": statistics.median(ordered), "p99_ms": ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]}
+
+
+def py_spy() -> str | None:
+    """py-spy beside this Python (the venv's), or on PATH."""
+    import shutil
+
+    beside = Path(sys.executable).parent / "py-spy"
+    return str(beside) if beside.exists() else shutil.which("py-spy")
+
+
+def _py_spy(pid: int, out: Path) -> subprocess.Popen[bytes] | None:
+    """py-spy recording ``pid`` and its workers to ``out`` (a flame graph SVG), or None without py-spy."""
+    exe = py_spy()
+    if exe is None:
+        return None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    spy = subprocess.Popen([exe, "record", "--pid", str(pid), "--subprocesses", "--nonblocking", "--rate", "200",
+                            "--output", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(1.0)  # attached before the timed requests start
+    return spy
 
 
 async def _many(
@@ -300,12 +397,15 @@ Checkpoint = Callable[[dict[str, Any]], None]
 
 
 def run(url: str, *, repos: int, per_repo: int, every: int = 3, requests: int = 2000, seed_only: bool = False,
-        routes: Sequence[str] = ROUTES, progress: Callable[[str], None] = lambda _m: None, checkpoint: Checkpoint = lambda _r: None) -> dict[str, Any]:
+        routes: Sequence[str] = ROUTES, progress: Callable[[str], None] = lambda _m: None, checkpoint: Checkpoint = lambda _r: None,
+        workers: int = 1, profile: Path | None = None) -> dict[str, Any]:
     """One database: seed, build the index, load each route; ``checkpoint`` gets the results
-    so far after every step (a long run that fails later keeps what it measured)."""
+    so far after every step (a long run that fails later keeps what it measured). The app
+    and the ceiling are both served by ``workers`` processes; with ``profile`` (a folder)
+    py-spy records the server through each route's timed requests."""
     rng = random.Random(7)
     store = open_store(url)
-    out: dict[str, Any] = {"database": store.dialect, "repos": repos}
+    out: dict[str, Any] = {"database": store.dialect, "repos": repos, "server": server_config(workers)}
     try:
         progress(f"{store.dialect}: seeding {repos:,} repos x {per_repo:,} revisions")
         with timed(store) as seed_t:
@@ -355,15 +455,18 @@ def run(url: str, *, repos: int, per_repo: int, every: int = 3, requests: int = 
         if name not in routes and name != "trivial":  # the ceiling is measured in every run
             return
         progress(f"{out['database']}: {name}: {count} requests over {connections} connection(s)")
-        m = out[name] = load(port, pid, make, count, connections)
+        spied = {"profile": profile / f"{out['database']}-{name.replace(' ', '-').replace(',', '')}.svg"} if profile else {}
+        m = out[name] = load(port, pid, make, count, connections, **spied)
+        first = m["first_touch"]
         progress(f"{out['database']}: {name}: {m['req_per_s']:.0f} req/s, p50 {m['p50_ms']:.1f} ms, "
                  f"p99 {m['p99_ms']:.1f} ms, server CPU {m['server_cpu_ms_per_req']:.2f} ms/req, "
-                 f"{m['refused_429']} answered 429")
+                 f"{m['refused_429']} answered 429; its first {first['requests']}: p99 {first['p99_ms']:.1f} ms, "
+                 f"CPU {first['server_cpu_ms_per_req']:.2f} ms/req" + (f"; profile {spied['profile']}" if spied else ""))
         checkpoint(out)
 
-    with server(url, trivial=True) as (port, pid):
+    with server(url, trivial=True, workers=workers) as (port, pid):
         measure("trivial", port, pid, lambda: ("GET", "/trivial", b""), requests, CONNECTIONS)
-    with server(url) as (port, pid):
+    with server(url, workers=workers) as (port, pid):
         measure("healthz", port, pid, lambda: ("GET", "/healthz", b""), requests, CONNECTIONS)
         measure("history page, newest", port, pid, newest, requests, CONNECTIONS)
         measure("history page", port, pid, history, requests, CONNECTIONS)
@@ -436,8 +539,9 @@ def report(results: list[dict[str, Any]], header: str) -> str:
                       f"{res['advisories']:,} advisories ({res['fixed']:,} fixed); {steps_line(res)}"]
         if "trivial" not in res:
             continue
-        lines += ["| route | connections | requests | req/s | p50 ms | p99 ms | server CPU ms/req | 429 | goal |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+        lines += ["| route | connections | requests | req/s | p50 ms | p99 ms | server CPU ms/req | 429 "
+                      "| first requests: n, p99 ms, CPU ms/req | goal |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
         ceiling = res["trivial"]["req_per_s"]
         for name in ROUTES:
             if name not in res:
@@ -455,8 +559,10 @@ def report(results: list[dict[str, Any]], header: str) -> str:
                         f"(server CPU {cpu})")
             elif name == "trivial":
                 goal = "the ceiling (bare FastAPI)"
+            first = m.get("first_touch")
+            touch = f"{first['requests']}, {first['p99_ms']:.1f}, {first['server_cpu_ms_per_req']:.2f}" if first else ""
             lines.append(f"| {name} | {m['connections']} | {m['requests']} | {m['req_per_s']:.0f} | {m['p50_ms']:.1f} | "
-                         f"{m['p99_ms']:.1f} | {m['server_cpu_ms_per_req']:.2f} | {m['refused_429']} | {goal} |")
+                         f"{m['p99_ms']:.1f} | {m['server_cpu_ms_per_req']:.2f} | {m['refused_429']} | {touch} | {goal} |")
     return "\n".join(lines)
 
 
@@ -474,15 +580,23 @@ def main(argv: list[str] | None = None) -> int:
                                             "default: hubwatch-api-<start>.md in the temporary directory")
     p.add_argument("--pg-admin-url", default=os.environ.get("HUBWATCH_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test"))
     p.add_argument("--json", action="store_true")
+    p.add_argument("--workers", type=int, default=1,
+                   help="server processes for the app and the ceiling alike (as `hubwatch serve --workers N`)")
+    p.add_argument("--profile", type=Path, metavar="DIR",
+                   help="py-spy (if installed) records the server through each route's timed requests: DIR/<db>-<route>.svg")
     p.add_argument("--serve", help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, help=argparse.SUPPRESS)
     p.add_argument("--trivial", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if unknown := [r for r in args.routes if r not in ROUTES]:
         p.error(f"unknown route(s) {unknown}; choose from {', '.join(ROUTES)}")
+    if args.workers < 1:
+        p.error("--workers must be at least 1")
     if args.serve:
-        serve_main(args.serve, args.port, args.trivial)
+        serve_main(args.serve, args.port, args.trivial, args.workers)
         return 0
+    if args.profile is not None and py_spy() is None:
+        p.error("--profile needs py-spy (pip install py-spy)")
     load_at_start, started, t0 = os.getloadavg()[0], datetime.now(UTC), time.perf_counter()
     out_path = args.out or Path(tempfile.gettempdir()) / f"hubwatch-api-{started:%Y%m%d-%H%M%S}.md"
     results: list[dict[str, Any]] = []
@@ -490,7 +604,8 @@ def main(argv: list[str] | None = None) -> int:
     def header(final: bool) -> str:
         return (f"CPython {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load_at_start:.1f} at the "
                 f"start, {os.getloadavg()[0]:.1f} {'at the end' if final else 'so far'}, {started:%Y-%m-%d %H:%M} UTC, "
-                f"{time.perf_counter() - t0:.0f} s")
+                f"{time.perf_counter() - t0:.0f} s; {config_line(server_config(args.workers))}"
+                + ("; py-spy recording the server through the timed requests" if args.profile else ""))
 
     def progress(message: str) -> None:
         print(f"[{datetime.now(UTC):%H:%M:%S} UTC, load {os.getloadavg()[0]:.1f}] {message}", file=sys.stderr, flush=True)
@@ -503,7 +618,8 @@ def main(argv: list[str] | None = None) -> int:
 
     progress(f"{' '.join(sys.argv)}; the report so far goes to {out_path}")
     sizes = {"repos": args.repos, "per_repo": args.per_repo, "every": args.advisory_every, "requests": args.requests,
-             "seed_only": args.seed_only, "routes": args.routes, "progress": progress, "checkpoint": checkpoint}
+             "seed_only": args.seed_only, "routes": args.routes, "progress": progress, "checkpoint": checkpoint,
+             "workers": args.workers, "profile": args.profile}
     try:
         if args.db in ("sqlite", "both"):
             with tempfile.TemporaryDirectory() as tmp:

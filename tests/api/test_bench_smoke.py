@@ -35,10 +35,10 @@ def test_a_run_that_fails_later_keeps_what_it_measured(tmp_path, monkeypatch, ca
     bench = _bench()
     real_load = bench.load
 
-    def load(port, pid, make, requests, connections):  # type: ignore[no-untyped-def]
+    def load(port, pid, make, requests, connections, **kw):  # type: ignore[no-untyped-def]
         if make()[1] == "/v1/query":  # the fault: the commit query route breaks
             raise RuntimeError("injected")
-        return real_load(port, pid, make, requests, connections)
+        return real_load(port, pid, make, requests, connections, **kw)
 
     monkeypatch.setattr(bench, "load", load)
     out = tmp_path / "report.md"

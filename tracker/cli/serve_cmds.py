@@ -7,6 +7,7 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from tracker.cli.context import Context
@@ -54,30 +55,52 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(ctx: Context) -> int:
-    """The HTTP API alone, on [server] host/port, in ``--workers`` / [server] workers processes."""
+def uvicorn_config(app: Any, **extra: Any) -> Any:
+    """How ``serve`` and ``run`` configure uvicorn (benchmarks/api.py serves its ceiling so too).
+
+    Its access log is off: at the warning level the long-running commands log at, its line
+    was never written, yet each answer still built the line's arguments.
+    """
     import uvicorn
 
+    return uvicorn.Config(app, log_level="warning", access_log=False, **extra)
+
+
+def serve(ctx: Context) -> int:
+    """The HTTP API alone, on [server] host/port, in ``--workers`` / [server] workers processes."""
     from tracker.api.app import create_app
-    from tracker.cli.workers import run_workers
 
     workers = getattr(ctx.args, "workers", None) or ctx.settings.server.workers
     sock = listen(ctx.settings.server.host, ctx.settings.server.port)
     _configure_logging()
     _quiet_libraries()
     app = create_app(ctx.store, ctx.settings)
+    if workers > 1:
+        log.info("hubwatch serve: api on http://%s:%s, %d workers", ctx.settings.server.host,
+                 ctx.settings.server.port, workers)
+    return serve_app(app, sock, workers, after_fork=lambda: ctx.store.engine.dispose(close=False))
+
+
+def serve_app(app: Any, sock: socket.socket, workers: int = 1, *,
+              after_fork: Callable[[], None] = lambda: None) -> int:
+    """``app`` on uvicorn on the bound ``sock``: in this process, or in ``workers`` forked ones."""
+    import uvicorn
+
+    from tracker.cli.workers import run_workers
+
+    config = uvicorn_config(app)
+    config.load()  # before the fork: uvicorn's protocol modules imported once, shared by the workers
 
     def serve_one() -> None:
-        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+        uvicorn.Server(config).run(sockets=[sock])
 
     if workers == 1:
         serve_one()
         return 0
-    if app.state.metrics is not None:
-        app.state.metrics.share_across_processes()
-    log.info("hubwatch serve: api on http://%s:%s, %d workers", ctx.settings.server.host,
-             ctx.settings.server.port, workers)
-    return run_workers(workers, serve_one, after_fork=lambda: ctx.store.engine.dispose(close=False))
+    metrics = getattr(app.state, "metrics", None)
+    if metrics is not None:
+        metrics.share_across_processes()
+    return run_workers(workers, serve_one, after_fork=after_fork)
 
 
 def build_daemon(ctx: Context) -> Any:
@@ -129,7 +152,7 @@ def run(ctx: Context) -> int:
     daemon = build_daemon(ctx)
     metrics = Metrics(ctx.store, stats=daemon.stats.snapshot)
     app = create_app(ctx.store, ctx.settings, scheduler_alive=daemon.alive, metrics=metrics)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    server = uvicorn.Server(uvicorn_config(app, lifespan="off"))
     stop = threading.Event()
     signals: list[int] = []
 
