@@ -88,89 +88,91 @@ class PageChange:
     path: str
     summary: str
     severity: str | None
-    topics_json: str  # the stored JSON text: pages that need topics decode it
+    plan_delta: bool  # topics name "plan.delta": the plan's own note, which pages do not count
 
 
 @dataclass(frozen=True, slots=True)
 class PageRevision:
-    """One history entry as pages show it: JSON columns as stored text, the time in RFC 3339."""
+    """One history entry as the repo page shows it, the time in RFC 3339."""
 
     seq: int
     sha: str
-    parent: str | None
     committed_at: str | None  # 2024-01-01T00:01:00Z
     title: str
-    authors_json: str
     severity: str | None
     advisory_id: str | None
     reachable: bool
     changes: list[PageChange]
 
 
-_PAGE = text(
-    "WITH page AS (SELECT id, seq, sha, parent, committed_at, title, CAST(authors AS TEXT) AS authors, "
-    "severity, advisory_id, reachable FROM revisions WHERE repo_id = :repo AND seq < :before "
-    "ORDER BY seq DESC LIMIT :n) "
-    "SELECT page.seq, page.sha, page.parent, page.committed_at, page.title, page.authors, page.severity, "
-    "page.advisory_id, page.reachable, c.kind, c.path, c.summary, c.severity, CAST(c.topics AS TEXT) "
-    "FROM page LEFT JOIN changes c ON c.revision_id = page.id ORDER BY page.seq DESC, c.idx"
-)
 NO_CURSOR = 2**31  # past every arrival order (revisions.seq is a 32-bit INTEGER on PostgreSQL)
+
+# A stored time as :func:`rfc3339` writes it: on SQLite the stored text sliced when it is in the
+# form written, else strftime; on PostgreSQL the timestamptz in UTC.
+_TIME = {
+    "sqlite": "CASE WHEN length({t}) >= 19 AND substr({t}, 11, 1) IN (' ', 'T') AND (substr({t}, 20) IN "
+              "('', '+00:00', 'Z') OR (substr({t}, 20, 1) = '.' AND substr({t}, 27) IN ('', '+00:00', 'Z'))) "
+              "THEN substr({t}, 1, 10) || 'T' || substr({t}, 12, 8) || 'Z' "
+              "ELSE strftime('%Y-%m-%dT%H:%M:%SZ', {t}) END",
+    "postgresql": "to_char({t} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')",
+}
+_PAGE_HEAD = ("WITH page AS (SELECT id, seq, sha, parent, committed_at, title, authors, severity, advisory_id, "
+              "reachable FROM revisions WHERE repo_id = {repo} AND seq < {before} ORDER BY seq DESC LIMIT {n}) ")
+_MARKS = {"sqlite": {"repo": ":repo", "before": ":before", "n": ":n"},
+          "postgresql": {"repo": "%(repo)s", "before": "%(before)s", "n": "%(n)s"}}
+_PLAN_DELTA = {"sqlite": "EXISTS (SELECT 1 FROM json_each(c.topics) WHERE value = 'plan.delta')",
+               "postgresql": "CAST(c.topics AS jsonb) ? 'plan.delta'"}
+_PAGE = {dialect: _PAGE_HEAD.format(**_MARKS[dialect]) + (
+    "SELECT page.seq, page.sha, {time}, page.title, page.severity, page.advisory_id, page.reachable, "
+    "c.kind, c.path, c.summary, c.severity, {plan} "
+    "FROM page LEFT JOIN changes c ON c.revision_id = page.id ORDER BY page.seq DESC, c.idx"
+).format(time=_TIME[dialect].format(t="page.committed_at"), plan=_PLAN_DELTA[dialect]) for dialect in _MARKS}
 
 
 def page(conn: Any, repo_id: str, *, before_seq: int | None, limit: int) -> list[PageRevision]:
     """Up to ``limit`` revisions newest first, ``before_seq`` exclusive, each with the part of
-    its changes pages show (never their details): one statement."""
+    its changes pages show (never their details): one statement, on the driver's cursor, the
+    time and the plan's note worked out by the database."""
     out: list[PageRevision] = []
     last = None
-    for seq, sha, parent, committed, title, authors, sev, adv, reachable, kind, path, summary, csev, topics in (
-            _page_rows(conn, repo_id, before_seq, limit)):
+    for seq, sha, committed, title, sev, adv, reachable, kind, path, summary, csev, plan in driver_rows(
+            conn, _PAGE[conn.dialect.name], _page_params(repo_id, before_seq, limit)):
         if seq != last:
             last = seq
-            out.append(PageRevision(seq, sha, parent, rfc3339(committed), title, authors or "[]", sev, adv,
-                                    bool(reachable), []))
+            out.append(PageRevision(seq, sha, committed, title, sev, adv, bool(reachable), []))
         if kind is not None:
-            out[-1].changes.append(PageChange(kind, path, summary, csev, topics or "[]"))
+            out[-1].changes.append(PageChange(kind, path, summary, csev, bool(plan)))
     return out
 
 
+def _page_params(repo_id: str, before_seq: int | None, limit: int) -> dict[str, Any]:
+    return {"repo": repo_id, "before": NO_CURSOR if before_seq is None else before_seq, "n": limit}
+
+
 # A page's entries encoded by the database, one row each (issue 17): building 50 objects and
-# their changes out of ~130 joined rows in Python cost more than the statement. The time is
-# written as :func:`rfc3339` writes it (SQLite: the stored text sliced when it is in the form
-# written, else strftime; PostgreSQL: the timestamptz in UTC), the stored authors spliced.
-_PAGE_JSON = {
-    "sqlite": (
-        "WITH page AS (SELECT id, seq, sha, parent, committed_at AS t, title, authors, severity, advisory_id "
-        "FROM revisions WHERE repo_id = :repo AND seq < :before ORDER BY seq DESC LIMIT :n) "
-        "SELECT seq, json_object('sha', sha, 'parent', parent, 'committed_at', "
-        "CASE WHEN length(t) >= 19 AND substr(t, 11, 1) IN (' ', 'T') AND (substr(t, 20) IN ('', '+00:00', 'Z') "
-        "OR (substr(t, 20, 1) = '.' AND substr(t, 27) IN ('', '+00:00', 'Z'))) "
-        "THEN substr(t, 1, 10) || 'T' || substr(t, 12, 8) || 'Z' ELSE strftime('%Y-%m-%dT%H:%M:%SZ', t) END, "
-        "'title', title, 'authors', json(coalesce(authors, '[]')), 'severity', severity, 'advisory_id', advisory_id, "
-        "'changes', json((SELECT json_group_array(json_object('kind', c.kind, 'path', c.path, 'summary', c.summary, "
-        "'severity', c.severity)) FROM (SELECT kind, path, summary, severity FROM changes "
-        "WHERE revision_id = page.id ORDER BY idx) AS c))) "
-        "FROM page ORDER BY seq DESC"
-    ),
-    "postgresql": (
-        "WITH page AS (SELECT id, seq, sha, parent, committed_at, title, authors, severity, advisory_id "
-        "FROM revisions WHERE repo_id = %(repo)s AND seq < %(before)s ORDER BY seq DESC LIMIT %(n)s) "
-        "SELECT seq, CAST(json_build_object('sha', sha, 'parent', parent, 'committed_at', "
-        "to_char(committed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), 'title', title, "
-        "'authors', coalesce(authors, '[]'::json), 'severity', severity, 'advisory_id', advisory_id, "
-        "'changes', coalesce((SELECT json_agg(json_build_object('kind', c.kind, 'path', c.path, "
-        "'summary', c.summary, 'severity', c.severity) ORDER BY c.idx) FROM changes c "
-        "WHERE c.revision_id = page.id), '[]'::json)) AS TEXT) "
-        "FROM page ORDER BY seq DESC"
-    ),
+# their changes out of ~130 joined rows in Python cost more than the statement. The stored
+# authors are spliced; changes in their order.
+_ENTRY = {
+    "sqlite": "json_object('sha', sha, 'parent', parent, 'committed_at', {time}, 'title', title, "
+              "'authors', json(coalesce(authors, '[]')), 'severity', severity, 'advisory_id', advisory_id, "
+              "'changes', json((SELECT json_group_array(json_object('kind', c.kind, 'path', c.path, "
+              "'summary', c.summary, 'severity', c.severity)) FROM (SELECT kind, path, summary, severity "
+              "FROM changes WHERE revision_id = page.id ORDER BY idx) AS c)))",
+    "postgresql": "CAST(json_build_object('sha', sha, 'parent', parent, 'committed_at', {time}, 'title', title, "
+                  "'authors', coalesce(authors, '[]'::json), 'severity', severity, 'advisory_id', advisory_id, "
+                  "'changes', coalesce((SELECT json_agg(json_build_object('kind', c.kind, 'path', c.path, "
+                  "'summary', c.summary, 'severity', c.severity) ORDER BY c.idx) FROM changes c "
+                  "WHERE c.revision_id = page.id), '[]'::json)) AS TEXT)",
 }
+_PAGE_JSON = {dialect: _PAGE_HEAD.format(**_MARKS[dialect]) + "SELECT seq, "
+              + _ENTRY[dialect].format(time=_TIME[dialect].format(t="committed_at")) + " FROM page ORDER BY seq DESC"
+              for dialect in _MARKS}
 
 
 def page_json(conn: Any, repo_id: str, *, before_seq: int | None, limit: int) -> list[tuple[int, str]]:
     """The same page as the revisions API's entries (``revision_json`` without detail), each
     ``(seq, JSON text)``, encoded by the database in the one statement (no row decoded here)."""
-    params = {"repo": repo_id, "before": NO_CURSOR if before_seq is None else before_seq, "n": limit}
-    return driver_rows(conn, _PAGE_JSON[conn.dialect.name], params)
+    return driver_rows(conn, _PAGE_JSON[conn.dialect.name], _page_params(repo_id, before_seq, limit))
 
 
 def driver_rows(conn: Any, sql: str, params: dict[str, Any]) -> list[Any]:
@@ -191,11 +193,6 @@ def choices(conn: Any, repo_id: str, *, limit: int) -> list[tuple[str, str | Non
     """The newest ``limit`` revisions as a compare picker lists them: (sha, RFC 3339 time, title)."""
     return [(sha, rfc3339(committed), title) for sha, committed, title in
             conn.execute(_CHOICES, {"repo": repo_id, "n": limit})]
-
-
-def _page_rows(conn: Any, repo_id: str, before_seq: int | None, limit: int) -> Sequence[Any]:
-    return conn.execute(_PAGE, {"repo": repo_id, "before": NO_CURSOR if before_seq is None else before_seq,
-                                "n": limit}).all()
 
 
 _UTC = ("", "+00:00", "Z")

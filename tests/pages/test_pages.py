@@ -77,6 +77,29 @@ def test_history_page_shows_severities_and_pages(sqlite_store, client) -> None: 
     assert seen == [r.sha for r in reversed(revs)]
 
 
+def test_the_repo_page_compares_any_two_revisions(sqlite_store, client) -> None:  # type: ignore[no-untyped-def]
+    """The compare form takes any stored sha (issue 17: no 300-revision picker in every page):
+    filled with the page's oldest and newest, suggesting the page's own revisions, on an older
+    page too; a pasted sha with spaces around it is compared; a bad page size is a 400 page."""
+    revs = seed_history(sqlite_store, n=9)
+    newest = [r.sha for r in reversed(revs)]
+    first = client.get("/repos/org/model", params={"limit": 4}).text
+    older = client.get(re.search(r'id="older" href="([^"]+)"', first).group(1).replace("&amp;", "&")).text
+    for html, shown in ((first, newest[:4]), (older, newest[4:8])):
+        assert re.findall(r'<input name="(base|head)" list="page-revisions" value="([0-9a-f]{40})"', html) == [
+            ("base", shown[-1]), ("head", shown[0])]
+        datalist = html.split('<datalist id="page-revisions">', 1)[1].split("</datalist>", 1)[0]
+        assert re.findall(r'<option value="([0-9a-f]{40})">', datalist) == shown
+    picked = client.get("/repos/org/model/compare", params={"base": f"  {revs[0].sha[:8]}\n", "head": revs[8].sha},
+                        follow_redirects=False)
+    assert picked.status_code == 303
+    assert picked.headers["location"] == f"/repos/org/model/compare/{revs[0].sha[:8]}...{revs[8].sha}"
+    assert client.get(picked.headers["location"]).status_code == 200
+    for limit in ("0", "x", "-2"):
+        bad = client.get("/repos/org/model", params={"limit": limit})
+        assert bad.status_code == 400 and "text/html" in bad.headers["content-type"]
+
+
 def test_revision_page_is_written_for_people(sqlite_store, client) -> None:  # type: ignore[no-untyped-def]
     revs = seed_history(sqlite_store, n=6)
     template_rev = revs[4]  # index 4: chat template + generation config

@@ -22,7 +22,7 @@ from markupsafe import Markup
 from storage.history_rows import HistoryReader
 from storage.records import RevisionRecord
 from storage.store import Store
-from tracker.api.history_views import history_table_html
+from tracker.api.history_views import history_html
 from tracker.api.page_cache import PageCache
 from tracker.api.page_models import (
     RevisionChoice,
@@ -81,18 +81,24 @@ def first_parent_range(store: Store, repo_id: str, base: str, head: str) -> tupl
 
 
 def _history_html(reader: HistoryReader, u: Urls, repo_id: str, before: int | None, size: int) -> Markup:
-    """The repo page's history table and pager."""
+    """The repo page's compare form (the page's revisions suggested), history table and pager."""
     revs = reader.page(repo_id, limit=size + 1, before_seq=before)
     next_url = None
     if len(revs) > size and size:
         next_url = u.repo(repo_id) + "?" + urlencode({"cursor": revs[size - 1].seq, "limit": size})
-    return history_table_html(u.repo(repo_id), f"{u.root}/advisories", revs[:size], cursor=before,
-                              next_url=next_url, first_url=u.repo(repo_id))
+    return history_html(u.repo(repo_id), f"{u.root}/advisories", revs[:size], cursor=before, next_url=next_url,
+                        first_url=u.repo(repo_id))
 
 
-def _picker_html(u: Urls, repo_id: str, choices: tuple[RevisionChoice, ...]) -> Markup:
-    return Markup(ENV.get_template("repo_picker.html.j2").render(
-        compare_action=f"{u.repo(repo_id)}/compare", choices=choices))
+def page_query(request: Request) -> tuple[int | None, int] | None:
+    """A repo page's ``(cursor, size)``, read here rather than by FastAPI's parameter machinery
+    (a fifth of a computed page's CPU, issue 17): a cursor that is not one is the first page;
+    None when ``limit`` is not a whole number from 1."""
+    query = request.query_params
+    limit = query.get("limit", str(PAGE_SIZE)).strip()
+    size = int(limit) if limit.isascii() and limit.isdigit() and len(limit) < 4000 else 0  # int()'s digit cap
+    cursor = query.get("cursor")
+    return (cursor_value(cursor[:20] if cursor else None), min(size, PAGE_MAX)) if size >= 1 else None
 
 
 def pages_router(store: Store, settings: Settings) -> APIRouter:
@@ -131,12 +137,14 @@ def pages_router(store: Store, settings: Settings) -> APIRouter:
         return render(request, "index.html.j2", repos=repos, advisories=advisories)
 
     @router.get("/repos/{org}/{name}", response_class=HTMLResponse, response_model=None)
-    def repo_page(request: Request, org: str, name: str, cursor: str | None = Query(None, max_length=20),
-                  limit: int = Query(PAGE_SIZE, ge=1)) -> HTMLResponse | RedirectResponse:
-        """The history part and the compare picker are rendered once per repo version (and
+    def repo_page(request: Request, org: str, name: str) -> HTMLResponse | RedirectResponse:
+        """The compare form and the history part are rendered once per repo version (and
         cursor) and kept (issue 17); the rest (status, last poll) is read for each request.
         One connection: the version look-up (a former id: 307), the repo, the page if not kept."""
-        before, size, u = cursor_value(cursor), min(limit, PAGE_MAX), urls(request)
+        query = page_query(request)
+        if query is None:
+            return error_page(request, 400, "A page size (limit) is a whole number from 1.")
+        (before, size), u = query, urls(request)
         with store.history_reader() as reader:
             probe = reader.probe(f"{org}/{name}")
             if probe.moved_to is not None:
@@ -150,10 +158,7 @@ def pages_router(store: Store, settings: Settings) -> APIRouter:
         return render(request, "repo.html.j2", repo=repo, last_error=public_error(repo.last_error_kind, repo.last_error),
                       last_poll=when(repo.last_poll_at) if repo.last_poll_at else None,
                       feed_url=u.feed(repo.id), badge_url=u.badge(repo.id), api_url=u.api_repo(repo.id) + "/revisions",
-                      model_url=u.model(repo.id),
-                      picker_html=kept_fragment(("picker", repo.id, u.root), probe.version,
-                                                lambda: _picker_html(u, repo.id, newest(repo.id))),
-                      history_html=history_html)
+                      model_url=u.model(repo.id), history_html=history_html)
 
     def kept_fragment(key: tuple[Any, ...], version: Any, make: Callable[[], Markup]) -> Markup:
         found = fragments.get(key, version) if version is not None else None
@@ -169,6 +174,7 @@ def pages_router(store: Store, settings: Settings) -> APIRouter:
         repo = store.get_repo(f"{org}/{name}")
         if repo is None:
             return error_page(request, 404, f"{org}/{name} is not tracked.")
+        base, head = base.strip(), head.strip()  # a pasted sha
         if not base or not head:
             return error_page(request, 400, "Pick two revisions to compare (base and head).")
         return RedirectResponse(urls(request).compare(repo.id, base, head), status_code=303)
