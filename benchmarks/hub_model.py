@@ -30,8 +30,10 @@ from __future__ import annotations
 import argparse
 import math
 import random
+import sys
 from collections import deque
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 
 WINDOW = 300.0  # seconds: the Hub's rate-limit window, and the daemon's interval here
 DAY = 86400.0
@@ -49,8 +51,8 @@ class Inputs:
     r_api: float = 6.0  # model_info, commits page, tree and the commit graph's 3 git requests (new_revision.py)
     r_res: float = 1.0  # the changed file (a config, template or tokenizer edit)
     c_new: float = 0.03  # CPU seconds per new revision (benchmarks/new_revision.py median; RESULTS.md)
-    c_repo: float = 20e-6  # CPU seconds per tracked repo per cycle (firehose pass)
-    c_cycle: float = 0.08  # CPU seconds per cycle, whatever N (firehose_cost.py, k = 0)
+    c_repo: float = 12.3e-6  # CPU seconds per tracked repo per cycle (firehose pass; firehose_cost.py, k = 0)
+    c_cycle: float = 0.23  # CPU seconds per cycle, whatever N (firehose_cost.py, k = 0 at N = 1,000)
     cores: float = 1.0  # cores one daemon process can use (the GIL: about one for Python)
     page: int = 1000
     overlap: float = 120.0
@@ -148,16 +150,23 @@ def report(i: Inputs) -> str:
         f"per daemon, interval {WINDOW:.0f} s, burst {i.burst:,} pushes/day.",
         "",
         "| plan | daemons (tokens) | listing pages / window | N_max API | N_max resolver | N_max CPU "
-        "| N_max on paper | simulated: largest N that drains daily | p99 delay push -> record |",
+        "| N_max on paper (bound by) | simulated: largest N that drains daily | p99 delay push -> record |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
+    answers = []
     for plan, (api, res) in PLANS.items():
         for daemons, tokens in ((1, 1), (4, 1), (4, 4)):
             paper = on_paper(i, api, res, daemons, tokens)
+            bound = min(("API", "resolver", "CPU"), key=lambda b: paper[{"API": "api"}.get(b, b.lower())])
             n, sim = largest_stable(i, api, res, daemons=daemons, tokens=tokens)
             lines.append(
                 f"| {plan} | {daemons} ({tokens}) | {paper['pages']:.0f} | {paper['api']:,.0f} | {paper['resolver']:,.0f} "
-                f"| {paper['cpu']:,.0f} | {paper['n_max']:,.0f} | {n:,} | {sim.get('p99_wait_windows', 0) * 5:.0f} min |")
+                f"| {paper['cpu']:,.0f} | {paper['n_max']:,.0f} ({bound}) | {n:,} "
+                f"| {sim.get('p99_wait_windows', 0) * 5:.0f} min |")
+            answers.append(f"{plan} {daemons} daemon(s) on {tokens} token(s) {n:,}")
+    lines += ["", "Goal (issue 17): what one daemon and N daemons on PostgreSQL sustain within the Hub's per-token "
+                  "budgets (1,000 / 2,500 / 6,000 API calls per 5 minutes) and the firehose. Answer (simulated, "
+                  "largest N that drains daily): " + "; ".join(answers) + "."]
     lines += ["", "Sensitivity to the Hub's change rate (free plan, one daemon): listing pages per window and N_max:"]
     for h in (10_000, 100_000, 1_000_000, 10_000_000):
         paper = on_paper(replace(i, hub_pushes_per_day=h), *PLANS["free"])
@@ -171,6 +180,8 @@ def main() -> int:
     for name, value in vars(d).items():
         p.add_argument("--" + name.replace("_", "-"), type=type(value), default=value)
     args = p.parse_args()
+    print(f"Command: `.venv/bin/python {' '.join(['benchmarks/hub_model.py', *sys.argv[1:]])}` "
+          f"({datetime.now(UTC):%Y-%m-%d %H:%M} UTC; deterministic: the model and a seeded simulation)\n")
     print(report(Inputs(**{k: getattr(args, k) for k in vars(d)})))
     return 0
 
