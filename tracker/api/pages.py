@@ -92,7 +92,7 @@ def _history_html(reader: HistoryReader, u: Urls, repo_id: str, before: int | No
 
 def page_query(request: Request) -> tuple[int | None, int] | None:
     """A repo page's ``(cursor, size)``, read here rather than by FastAPI's parameter machinery
-    (a fifth of a computed page's CPU, issue 17): a cursor that is not one is the first page;
+    (a third of a computed page's CPU with the path's, issue 17): a cursor that is not one is the first page;
     None when ``limit`` is not a whole number from 1."""
     query = request.query_params
     limit = query.get("limit", str(PAGE_SIZE)).strip()
@@ -137,10 +137,12 @@ def pages_router(store: Store, settings: Settings) -> APIRouter:
         return render(request, "index.html.j2", repos=repos, advisories=advisories)
 
     @router.get("/repos/{org}/{name}", response_class=HTMLResponse, response_model=None)
-    def repo_page(request: Request, org: str, name: str) -> HTMLResponse | RedirectResponse:
+    def repo_page(request: Request) -> HTMLResponse | RedirectResponse:
         """The compare form and the history part are rendered once per repo version (and
         cursor) and kept (issue 17); the rest (status, last poll) is read for each request.
-        One connection: the version look-up (a former id: 307), the repo, the page if not kept."""
+        One connection: the version look-up (a former id: 307), the repo, the page if not kept.
+        The path and query are read here (:func:`page_query`)."""
+        org, name = request.path_params["org"], request.path_params["name"]
         query = page_query(request)
         if query is None:
             return error_page(request, 400, "A page size (limit) is a whole number from 1.")

@@ -140,16 +140,17 @@ def rest_router(store: Store, settings: Settings) -> APIRouter:
         return Response(status_code=204)
 
     @router.get("/repos/{org}/{name}/revisions", responses={200: {"model": HistoryPage}},
-                openapi_extra={"parameters": PAGE_PARAMETERS})
-    async def revisions(request: Request, org: str, name: str) -> Response:
+                openapi_extra={"parameters": REPO_PARAMETERS + PAGE_PARAMETERS})
+    async def revisions(request: Request) -> Response:
         """Encoded once per page and kept per repo version (issue 17), with a strong ETag:
         ``If-None-Match`` answers 304. One worker thread and one connection per request: the
         version look-up (which also finds a former id: 307, as the rename middleware answers
-        elsewhere) and, when no page is kept at that version, the page. The query is read
-        here (:func:`page_query`), not by FastAPI's parameter machinery: that was a fifth of
-        a computed page's CPU."""
+        elsewhere) and, when no page is kept at that version, the page. The path and query
+        are read here (:func:`page_query`), not by FastAPI's parameter machinery: that was
+        a third of a computed page's CPU."""
         cursor, limit = page_query(request.query_params)
-        repo_id = f"{org}/{name}"
+        path = request.path_params
+        repo_id = f"{path['org']}/{path['name']}"
         key = (repo_id, cursor, limit, request.url.path)
         kept = await run_in_threadpool(_kept_page, store, pages, key, route_path(request.scope))
         if isinstance(kept, str):
@@ -257,6 +258,9 @@ def page_query(query: Mapping[str, str], page_max: int = PAGE_MAX) -> tuple[int 
     return _cursor(cursor), min(size, page_max)
 
 
+#: a repo route's path, as the OpenAPI document describes it (for routes that read it themselves)
+REPO_PARAMETERS = [{"name": n, "in": "path", "required": True, "schema": {"type": "string", "title": n.title()}}
+                   for n in ("org", "name")]
 #: what :func:`page_query` reads, as the OpenAPI document describes it
 PAGE_PARAMETERS = [
     {"name": "cursor", "in": "query", "required": False, "description": "next_cursor of the previous page",
