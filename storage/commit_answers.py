@@ -362,35 +362,53 @@ def _labels(cursor: Any, mark: str, shas: Sequence[str]) -> list[tuple[str, str,
 
 class KeptQueries:
     """The kept answers of a store, asked directly by the OSV routes (``store`` has ``engine``
-    and ``commit_answers``): :meth:`kept` answers on the caller's thread from what is kept,
-    on SQLite only (on PostgreSQL the label statement is a round trip the event loop must
-    not wait on), and :meth:`warm_soon` starts the warm-up once, in a daemon thread."""
+    and ``commit_answers``): :meth:`kept` and :meth:`batch_json` answer from what is kept, on
+    a few DBAPI connections of its own (detached from the engine's pool: no pre-ping round
+    trip, no reset per query; autocommit), and :meth:`warm_soon` starts the warm-up once, in
+    a daemon thread. ``inline``: fast enough for the event loop (SQLite; on PostgreSQL the
+    label statement is a round trip the loop must not wait on)."""
+
+    CONNECTIONS = 8  # at most, made on demand and kept; all busy: the reader answers
 
     def __init__(self, store: Any) -> None:
         self.store = store
         self.inline = store.engine.dialect.name == "sqlite"
         self._warming: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._idle: list[_Raw] = []
+        self._made = 0  # connections open, idle or in use
 
     def kept(self, shas: Sequence[str], *, brief: bool) -> dict[str, Sequence[str]] | None:
-        """The answer from what is kept (one label statement); None: ask in a worker thread."""
-        if not self.inline:
-            return None
-        try:
-            with self.store.engine.connect() as conn:
-                return self.store.commit_answers.answer(conn, shas, brief=brief, kept_only=True)  # type: ignore[no-any-return]
-        except NotKept:
-            return None
+        """The answer from what is kept (one label statement); None: ask the reader."""
+        return self._use(lambda c: self.store.commit_answers.answer(c, shas, brief=brief, kept_only=True))  # type: ignore[no-any-return]
 
     def batch_json(self, shas: Sequence[str]) -> str | None:
         """:meth:`CommitAnswers.batch_json` (call it in a worker thread); None: not kept."""
+        return self._use(lambda c: self.store.commit_answers.batch_json(c, shas))  # type: ignore[no-any-return]
+
+    def _use(self, work: Any) -> Any:
+        with self._lock:
+            if self._idle:
+                conn = self._idle.pop()
+            elif self._made < self.CONNECTIONS:
+                conn, self._made = None, self._made + 1
+            else:
+                return None
         try:
-            with self.store.engine.connect() as conn:
-                if conn.dialect.name == "postgresql":  # reads only: no BEGIN, no ROLLBACK round trip
-                    conn = conn.execution_options(isolation_level="AUTOCOMMIT")
-                return self.store.commit_answers.batch_json(conn, shas)  # type: ignore[no-any-return]
+            if conn is None:
+                conn = _Raw(self.store.engine)
+            result = work(conn)
         except NotKept:
+            result = None
+        except Exception as exc:  # a connection gone bad (a restarted server): the reader answers
+            log.info("kept commit answers: %s: %s", type(exc).__name__, exc)
+            with self._lock:
+                self._made -= 1
+            if conn is not None:
+                conn.close()
             return None
+        self._idle.append(conn)
+        return result
 
     def warm_soon(self) -> None:
         if self._warming is not None:
@@ -412,3 +430,22 @@ class KeptQueries:
             return
         log.info("commit answers warmed: %d chains, %d records in %.1f s", chains, records,
                  time.monotonic() - started)
+
+
+class _Raw:
+    """A DBAPI connection out of the engine's pool, in autocommit, with what
+    :meth:`CommitAnswers.answer` asks of a connection (``dialect``, ``connection``)."""
+
+    def __init__(self, engine: Any) -> None:
+        self.dialect = engine.dialect
+        fairy = engine.raw_connection()  # made by the pool: its connect hooks ran
+        fairy.detach()
+        self.connection = fairy.dbapi_connection
+        if self.dialect.name == "postgresql":
+            self.connection.autocommit = True
+
+    def close(self) -> None:
+        try:
+            self.connection.close()
+        except Exception as exc:  # already gone
+            log.debug("closing a kept connection: %s", exc)

@@ -276,9 +276,10 @@ def test_a_rename_and_a_new_repo_under_the_old_id_are_answered_afresh(store: Any
 
 
 def test_kept_queries_answer_inline_only_from_what_is_kept(store: Any) -> None:
-    """The OSV routes' inline path: nothing before the warm-up (cold chains and records are
-    read in a worker thread), the SQL path's answer after it (SQLite only: on PostgreSQL
-    the label statement is a round trip), and nothing kept at an older index version."""
+    """What the OSV routes ask first: nothing before the warm-up (cold chains and records
+    are read by the reader), the SQL path's answer after it (on the event loop on SQLite
+    only: on PostgreSQL the label statement is a round trip), nothing kept at an older
+    index version; a connection gone bad is dropped and the reader answers."""
     from storage.commit_answers import KeptQueries
 
     repo = "org/inline"
@@ -291,20 +292,16 @@ def test_kept_queries_answer_inline_only_from_what_is_kept(store: Any) -> None:
     queries.warm_soon()
     assert queries._warming is not None
     queries._warming.join(30)
-    inline = queries.inline
-    assert inline == (store.dialect == "sqlite")
+    assert queries.inline == (store.dialect == "sqlite")
 
     def agree(last_held: bool) -> None:
         order = [shas[3], "f" * 40, *shas, shas[0]]
         want = commit_batch_json(_Answers(store.advisories_affecting_json(order, brief=True)), order, math.inf)
-        assert queries.batch_json(order) == want  # in a worker thread: on PostgreSQL too
+        assert queries.batch_json(order) == want
         first = {"vulns": [{"id": "x_T-I", "modified": ANY}]} if last_held else {}
         assert json.loads(want)["results"][:2] == [first, {}]
         for brief in (True, False):
             got = queries.kept(shas, brief=brief)
-            if not inline:
-                assert got is None
-                continue
             assert got is not None
             want = store.advisories_affecting_json(shas, brief=brief)
             assert {s: list(t) for s, t in got.items()} == {s: list(t) for s, t in want.items()}
@@ -317,3 +314,7 @@ def test_kept_queries_answer_inline_only_from_what_is_kept(store: Any) -> None:
     assert held is not None and [len(held[s]) for s in shas] == [1, 1, 0, 0]
     store.advisories_affecting_json(shas, brief=False)  # and the records, at the new version
     agree(False)
+    for conn in queries._idle:  # the server went away under them
+        conn.connection.close()
+    assert queries.kept(shas, brief=True) is None and not queries._idle
+    agree(False)  # on new connections

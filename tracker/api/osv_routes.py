@@ -99,6 +99,8 @@ class Query:
 class KeptCommits(Protocol):
     """Commit answers kept in memory beside the reader (:class:`storage.commit_answers.KeptQueries`)."""
 
+    inline: bool  # :meth:`kept` is fast enough to call on the event loop
+
     def kept(self, shas: Sequence[str], *, brief: bool) -> dict[str, Sequence[str]] | None:
         """The reader's ``affecting_json`` from what is kept, fast enough for the event loop;
         None when it would need more (the route then asks the reader in a worker thread)."""
@@ -143,9 +145,11 @@ def osv_router(reader: AdvisoryReader, *, max_body_bytes: int = MAX_BODY_BYTES,
             held = None
             if kept is not None:
                 kept.warm_soon()
-                held = kept.kept([parsed.commit], brief=False)
+                if kept.inline:
+                    held = kept.kept([parsed.commit], brief=False)
             if held is None:
-                held = await run_in_threadpool(commit_answers, reader, [parsed.commit], False)
+                thread_kept = kept if kept is not None and not kept.inline else None
+                held = await run_in_threadpool(_commit_query, reader, thread_kept, parsed.commit)
             assert held is not None  # no deadline
             return _raw_json(_vulns_json(held[parsed.commit]))
         vulns = (await run_in_threadpool(run_queries, reader, [parsed]))[0]
@@ -282,6 +286,15 @@ def commit_batch_json(reader: AdvisoryReader, commits: Sequence[str], deadline: 
     pieces[-1] = pieces[-1][:-1] if commits else pieces[-1]
     pieces.append("]}")
     return "".join(pieces)
+
+
+def _commit_query(reader: AdvisoryReader, kept: KeptCommits | None, commit: str) -> dict[str, Sequence[str]]:
+    """One commit's answer from what is kept when it has all, else from the reader."""
+    held = kept.kept([commit], brief=False) if kept is not None else None
+    if held is None:
+        held = commit_answers(reader, [commit], False)
+    assert held is not None  # no deadline
+    return held
 
 
 def _commit_batch(reader: AdvisoryReader, kept: KeptCommits | None, commits: Sequence[str],
