@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from tracker.model import Change
+from tracker.model import Change, FileEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +109,9 @@ class NewRevision:
     #: diffed against
     unreadable: tuple[str, ...] = ()
     base_sha: str | None = None
+    #: the files of ``base_sha``'s revision where the check holds them: the new advisory's
+    #: restore rows take its parent's content from them instead of reading the stored tree
+    base_files: tuple[FileEntry, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ the advisory is fixed or withdrawn. Runs inside the caller's transaction.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import delete, insert, select
@@ -17,6 +17,7 @@ from sqlmodel import col
 
 from storage.tables import AdvisoryRestoreRow, BlobRow, RevisionRow
 from storage.trees import parse_tree
+from tracker.model import FileEntry
 from tracker.model.restore import changed_paths, content_ids, is_open
 
 X = AdvisoryRestoreRow.__table__.c  # type: ignore[attr-defined]
@@ -25,8 +26,12 @@ B = BlobRow.__table__.c  # type: ignore[attr-defined]
 ABSENT = ""  # the content id of a file the parent did not have
 
 
-def index_restore(db: Any, repo_id: str, record: Mapping[str, Any], *, new: bool) -> None:
-    """Keep ``record``'s rows in step with it: written when new, dropped once it is closed."""
+def index_restore(db: Any, repo_id: str, record: Mapping[str, Any], *, new: bool,
+                  parent_files: tuple[str, Sequence[FileEntry]] | None = None) -> None:
+    """Keep ``record``'s rows in step with it: written when new, dropped once it is closed.
+
+    ``parent_files``: (sha, its files) where the caller holds a revision's tree; when that is
+    the record's parent, its stored tree is not read (and parsed) again."""
     if not new and is_open(record):
         return  # an open record's changed paths and parent never change
     db.execute(delete(AdvisoryRestoreRow.__table__).where(X.advisory_id == record["id"]))  # type: ignore[arg-type]
@@ -36,12 +41,16 @@ def index_restore(db: Any, repo_id: str, record: Mapping[str, Any], *, new: bool
     paths = changed_paths(record)
     if not parent or not paths:
         return
-    data = db.execute(
-        select(B.data).join(RevisionRow.__table__, R.tree_key == B.key).where(R.repo_id == repo_id, R.sha == parent)  # type: ignore[arg-type]
-    ).scalar()
-    if data is None:
-        return  # the parent's tree was never stored: nothing to compare with
-    before = content_ids(parse_tree(data), paths)
+    if parent_files is not None and parent_files[0] == parent:
+        files: Sequence[FileEntry] = parent_files[1]
+    else:
+        data = db.execute(
+            select(B.data).join(RevisionRow.__table__, R.tree_key == B.key).where(R.repo_id == repo_id, R.sha == parent)  # type: ignore[arg-type]
+        ).scalar()
+        if data is None:
+            return  # the parent's tree was never stored: nothing to compare with
+        files = parse_tree(data)
+    before = content_ids(files, paths)
     db.execute(insert(AdvisoryRestoreRow.__table__), [  # type: ignore[arg-type]
         {"advisory_id": record["id"], "repo_id": repo_id, "path": p, "content_id": before[p] or ABSENT}
         for p in paths

@@ -12,7 +12,7 @@ advisory's edit and outbox rows likewise; what the transaction writes is unchang
 
 from __future__ import annotations
 
-import json
+import functools
 from datetime import datetime
 from typing import Any
 
@@ -40,7 +40,7 @@ def insert_changes(db: Any, revision_id: int, changes: tuple[Change, ...]) -> No
     db.execute(insert(ChangeRow.__table__), [  # type: ignore[arg-type]
         {"revision_id": revision_id, "idx": i, "kind": ch.kind.value, "path": ch.path, "summary": ch.summary,
          "severity": ch.severity.value if ch.severity else None, "topics": list(ch.topics),
-         "detail": _jsonable(ch.detail)}
+         "detail": ch.detail}  # JSON as it is: storage.sanitise made it so
         for i, ch in enumerate(changes)
     ])
 
@@ -51,18 +51,36 @@ def insert_plan(db: Any, revision_id: int, plan: dict[str, Any], delta: dict[str
 
 def insert_advisory(db: Any, repo_id: str, sha: str, record: dict[str, Any], now: datetime) -> None:
     """A new advisory, its first version and its deliveries (none when it is stored already)."""
-    if db.execute(select(A.id).where(A.id == record["id"])).first() is not None:
-        return
     modified = ts(record["modified"]) or now
-    db.execute(insert(AdvisoryRow.__table__), [{  # type: ignore[arg-type]
+    added = db.execute(_advisory_insert(_dialect(db)), {
         "id": record["id"], "repo_id": repo_id, "sha": sha, "severity": record_severity(record),
         "published": ts(record.get("published")) or now, "modified": modified,
         "withdrawn": ts(record.get("withdrawn")), "record": record,
-    }])
+    })
+    if added.first() is None:  # stored already: its edits and deliveries were written with it
+        return
     db.execute(insert(AdvisoryEditRow.__table__), [{  # type: ignore[arg-type]
         "advisory_id": record["id"], "version": 1, "modified": modified, "reason": "published", "record": record,
     }])
     enqueue_advisory_event(db, repo_id, record, "advisory.published", now)
+
+
+@functools.cache
+def _advisory_insert(dialect: str) -> Any:
+    """INSERT of an advisory that leaves one stored already (same id) as it is, returning the id
+    where it inserted: one statement where a SELECT for the id came first (RETURNING, not the
+    row count, which SQLAlchemy reports as -1 on psycopg)."""
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert  # type: ignore[assignment]
+    return dialect_insert(AdvisoryRow.__table__).on_conflict_do_nothing(index_elements=["id"]).returning(A.id)  # type: ignore[arg-type]
+
+
+def _dialect(db: Any) -> str:
+    """The dialect name of a Connection or a Session."""
+    bind = db if hasattr(db, "dialect") else db.get_bind()
+    return str(bind.dialect.name)
 
 
 def edit_advisory(db: Any, record: dict[str, Any], reason: str) -> str | None:
@@ -81,10 +99,6 @@ def edit_advisory(db: Any, record: dict[str, Any], reason: str) -> str | None:
     }])
     enqueue_advisory_event(db, repo_id, record, "advisory.updated", modified)
     return str(repo_id)
-
-
-def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
 
 
 def ts(value: Any) -> datetime | None:

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Engine, bindparam, func, or_, update
+from sqlalchemy import select as core_select
 from sqlalchemy.exc import DataError, IntegrityError, StatementError
 from sqlmodel import Session, col, select
 
@@ -32,6 +33,7 @@ from storage.tables import (
     PlanRow,
     RepoAliasRow,
     RepoRow,
+    RevisionAmendmentRow,
     RevisionRow,
 )
 from storage.trees import parse_tree
@@ -325,14 +327,13 @@ class Store:
     def _record_revision(self, rev: NewRevision, now: datetime) -> bool:
         """The write itself, in Core statements (:mod:`storage.revision_rows`): one transaction."""
         with self.engine.connect() as db, db.begin() as transaction:
-            if db.execute(select(R.id).where(R.repo_id == rev.repo_id, R.sha == rev.sha)).first() is not None:
+            stored, last_seq, last_hash, amended = db.execute(
+                self._write_start, {"repo": rev.repo_id, "sha": rev.sha}).one()
+            if stored is not None:
                 return False
-            last = db.execute(
-                select(R.seq, R.chain_hash).where(R.repo_id == rev.repo_id).order_by(R.seq.desc()).limit(1)
-            ).first()
-            seq, prev_hash = (last[0] + 1, last[1]) if last else (1, "")
-            if last:  # an amendment appended after the newest revision is the chain's tip
-                prev_hash = repairs.chain_tip(db, rev.repo_id, last[0], prev_hash)
+            seq, prev_hash = (last_seq + 1, last_hash) if last_seq is not None else (1, "")
+            if last_seq is not None and amended:  # an amendment appended after the
+                prev_hash = amended  # newest revision is the chain's tip (repairs.chain_tip)
             tree_key = None
             blobs = dict(rev.blobs)
             if rev.tree is not None:
@@ -365,7 +366,8 @@ class Store:
             for record, reason in rev.advisory_updates:
                 revision_rows.edit_advisory(db, record, reason)
             if rev.advisory is not None:
-                restore_rows.index_restore(db, rev.repo_id, rev.advisory, new=True)
+                known = (rev.base_sha, rev.base_files) if rev.base_sha and rev.base_files is not None else None
+                restore_rows.index_restore(db, rev.repo_id, rev.advisory, new=True, parent_files=known)
             for record, _ in rev.advisory_updates:
                 restore_rows.index_restore(db, rev.repo_id, record, new=False)
             if chain_point:  # a branch, rewrite or merge: spans of the repo's advisories may move
@@ -394,6 +396,22 @@ class Store:
                 return False
             self.blob_cache.put_many(blobs)  # stored now (by this write, or one before it)
             return True
+
+    @functools.cached_property
+    def _write_start(self) -> Any:
+        """What a revision's write reads first, in one statement: whether it is stored already,
+        the repo's newest revision (seq, chain hash) and the newest amendment appended after
+        that one (:func:`storage.repairs.chain_tip`). Three round trips were one each."""
+        repo, sha = bindparam("repo"), bindparam("sha")
+        newest = core_select(R.seq).where(R.repo_id == repo).order_by(R.seq.desc()).limit(1).scalar_subquery()
+        M = RevisionAmendmentRow.__table__.c  # type: ignore[attr-defined]
+        return core_select(
+            core_select(R.id).where(R.repo_id == repo, R.sha == sha).scalar_subquery(),
+            newest,
+            core_select(R.chain_hash).where(R.repo_id == repo).order_by(R.seq.desc()).limit(1).scalar_subquery(),
+            core_select(M.chain_hash).where(M.repo_id == repo, M.after_seq >= newest)
+            .order_by(M.id.desc()).limit(1).scalar_subquery(),
+        )
 
     def set_head(self, repo_id: str, sha: str | None) -> None:
         with self.session() as s:

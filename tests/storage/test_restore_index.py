@@ -81,3 +81,58 @@ def test_candidates_are_the_open_advisories_naming_a_touched_path(store: Any) ->
         conn.execute(delete(AdvisoryRestoreRow))
         restore_rows.rebuild(conn)
     assert store.restore_candidates(REPO, {"config.json"}) == left
+
+
+def _rows(store: Any, advisory_id: str) -> list[tuple[str, str]]:
+    from sqlalchemy import select
+
+    X = AdvisoryRestoreRow.__table__.c  # type: ignore[attr-defined]
+    with store.engine.connect() as db:
+        return sorted((p, c) for p, c in db.execute(select(X.path, X.content_id).where(X.advisory_id == advisory_id)))
+
+
+def test_the_parents_files_from_the_check_give_the_rows_the_stored_tree_gives(store: Any) -> None:
+    """A new advisory's rows come from the parent's files the check holds (no read of its
+    stored tree) only when they are that parent's; either way the rows are the same."""
+    from dataclasses import replace
+
+    parent_files = (*_files(0, 0), FileEntry("model.safetensors", 10, f"{7:040x}", lfs_sha256="ab" * 32))
+    rows = {}
+    for repo, given in (("a/read", None), ("b/given", (_sha(0), parent_files)),
+                        ("c/other-sha", (_sha(5), _files(9, 9)))):
+        store.add_repo(repo, source=repo, source_kind="hub")
+        assert store.record_revision(NewRevision(
+            repo_id=repo, sha=_sha(0), parent=None, parents=(), committed_at=WHEN, title="0", message="",
+            authors=(), changes=(), severity=None, tree=serialise_tree(parent_files), new_head=_sha(0)))
+        record = _record(1, "config.json")
+        record = {**record, "id": f"{record['id']}-{repo[0]}",
+                  "database_specific": {**record["database_specific"],
+                                        "changes": [*record["database_specific"]["changes"],
+                                                    {**record["database_specific"]["changes"][0],
+                                                     "path": "model.safetensors"}]}}
+        rev = NewRevision(
+            repo_id=repo, sha=_sha(1), parent=_sha(0), parents=(_sha(0),), committed_at=WHEN, title="1", message="",
+            authors=(), changes=(), severity=None, tree=serialise_tree(_files(1, 0)), advisory=record,
+            new_head=_sha(1), base_sha=given[0] if given else None)
+        assert store.record_revision(replace(rev, base_files=tuple(given[1]) if given else None))
+        rows[repo] = _rows(store, record["id"])
+    assert rows["a/read"] == [("config.json", "git:" + _sha(0)), ("model.safetensors", "sha256:" + "ab" * 32)]
+    assert rows["b/given"] == rows["a/read"] == rows["c/other-sha"]
+
+
+def test_an_advisory_stored_already_gets_no_second_version_or_delivery(store: Any) -> None:
+    from sqlalchemy import func, select
+
+    from storage import revision_rows
+    from storage.tables import AdvisoryEditRow
+
+    store.add_repo(REPO, source=REPO, source_kind="hub")
+    _store(store, 0, _files(0, 0), None)
+    record = _record(1, "config.json")
+    _store(store, 1, _files(1, 0), record)
+    with store.engine.begin() as db:
+        revision_rows.insert_advisory(db, REPO, _sha(1), {**record, "summary": "another"}, WHEN)
+    E = AdvisoryEditRow.__table__.c  # type: ignore[attr-defined]
+    with store.engine.connect() as db:
+        assert db.execute(select(func.count()).where(E.advisory_id == record["id"])).scalar() == 1
+    assert store.get_advisory(record["id"]).record["summary"] == record["summary"]

@@ -308,6 +308,7 @@ def analyse_revision(
         tree=serialise_tree(snap.files), blobs=blobs, plan=plan_json, plan_delta=delta_json,
         advisory=advisory, advisory_updates=updates, error=error or _error_summary(snap, head, touched),
         new_head=commit.sha, unreachable=unreachable, unreadable=tuple(sorted(snap.unreadable)), base_sha=base_sha,
+        base_files=base.files if base is not None and base_sha is not None else None,
     )
     return new, head, found.cut is None
 
