@@ -65,8 +65,12 @@ def format_path(keys: tuple[str, ...]) -> str:
     return out
 
 
-def _dump(value: Any) -> str:
+def compared_text(value: Any) -> str:
+    """The JSON text two values are compared by: members equal in it produce no change."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+_dump = compared_text
 
 
 def excerpt(value: Any) -> Any:

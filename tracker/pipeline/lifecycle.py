@@ -17,6 +17,7 @@ says in their summary what they restore.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -26,6 +27,10 @@ from advisories.osv import VERSIONS_MAX, add_fixed, content_ids, is_open, restor
 from advisories.rules import apply_rules
 from storage.store import Store
 from tracker.diff import diff_artifacts
+from tracker.diff.meaning import KEYED_DOCUMENTS, meaning_key
+from tracker.errors import InvalidContent
+from tracker.extract import paths as extract_paths
+from tracker.extract.jsonsafe import load_json
 from tracker.model import Artifacts, Change, FileEntry, RevisionDiff
 from tracker.pipeline.stored import stored_artifacts
 
@@ -53,16 +58,23 @@ def fixed_updates(
     *, skip: frozenset[str] = frozenset(),
 ) -> tuple[list[tuple[dict[str, Any], str]], list[Restored]]:
     """Edits for every open advisory whose changed files are back to their earlier content
-    (byte for byte or semantically), and what each restore covers (for :func:`demote_restores`)."""
+    (byte for byte or semantically), and what each restore covers (for :func:`demote_restores`).
+
+    Every open advisory naming a touched path is a candidate, so their number grows with the
+    history; each costs a comparison of content ids and of meaning keys (kept per content id),
+    and only one that passes both is read and, when its bytes differ, diffed in full."""
     out: list[tuple[dict[str, Any], str]] = []
     restored: list[Restored] = []
     parents: dict[str, Artifacts | None] = {}
+    head_keys: dict[str, str | None] = {}
     for adv_id, before in sorted(store.restore_candidates(repo_id, touched).items()):
+        same = restores(before, before, content_ids(head.files, before))
+        if not same and _meaning_differs(store, before, head, head_keys):
+            continue
         adv = store.get_advisory(adv_id)
         if adv is None or adv.sha == head_sha or adv_id in skip or not is_open(adv.record):
             continue
         parent = str((adv.record.get("database_specific") or {}).get("parent") or "")
-        same = restores(before, before, content_ids(head.files, before))
         if not same and parent:
             if parent not in parents:
                 parents[parent] = stored_artifacts(store, repo_id, parent)
@@ -74,6 +86,51 @@ def fixed_updates(
         out.append((add_fixed(adv.record, head_sha, now, affected=held), f"restored by {head_sha}"))
         restored.append(Restored(adv_id, parent, tuple(sorted(before))))
     return out, restored
+
+
+def _meaning_differs(store: Store, before: Mapping[str, str | None], head: Artifacts,
+                     head_keys: dict[str, str | None]) -> bool:
+    """Whether a keyed document (:mod:`tracker.diff.meaning`) of the advisory's paths means
+    something else at ``head`` than at the advisory's parent: then no diff can find a restore."""
+    for path, content in before.items():
+        attr = KEYED_DOCUMENTS.get(path)
+        if attr is None or not content:
+            continue
+        if path not in head_keys:
+            head_keys[path] = meaning_key(path, getattr(head, attr))
+        now = head_keys[path]
+        then = _PARENT_KEYS.key(store, path, content)
+        if now is not None and then is not None and now != then:
+            return True
+    return False
+
+
+class _ParentKeys:
+    """Meaning keys of stored documents by (path, content id): content never changes under its
+    id, so a key is computed once per process; bounded, the oldest dropped first."""
+
+    def __init__(self, limit: int = 16_384):
+        self.limit, self.lock, self.keys = limit, threading.Lock(), dict[tuple[str, str], str | None]()
+
+    def key(self, store: Store, path: str, content: str) -> str | None:
+        with self.lock:
+            if (path, content) in self.keys:
+                return self.keys[(path, content)]
+        raw = store.get_blob(content) if content.startswith("git:") else None  # small files: by blob id
+        if raw is None:  # not held (yet): no key, the full diff decides
+            return None
+        try:
+            found = meaning_key(path, load_json(raw, max_bytes=extract_paths.max_content_bytes(path)))
+        except InvalidContent:
+            found = None
+        with self.lock:
+            if len(self.keys) >= self.limit:
+                del self.keys[next(iter(self.keys))]
+            self.keys[(path, content)] = found
+        return found
+
+
+_PARENT_KEYS = _ParentKeys()
 
 
 def _semantically_equal(before: Artifacts | None, head: Artifacts, before_sha: str, head_sha: str,
