@@ -49,6 +49,7 @@ _CHUNK = 1000  # commits per label statement (a querybatch's whole size)
 _SLOW_STEP = 250  # commits per SQL-path step, the deadline checked between them
 _SEGMENT_BYTES = 56 + 8 + 32  # a tuple, its slot in the list, its start position
 _SLOT_BYTES = 8
+_BUSY_MS = 100  # how long a kept connection on SQLite waits for a lock
 
 Label = tuple[str, int, int, int]  # repo, chain, pos, version
 log = logging.getLogger(__name__)
@@ -443,6 +444,8 @@ class _Raw:
         self.connection = fairy.dbapi_connection
         if self.dialect.name == "postgresql":
             self.connection.autocommit = True
+        else:  # asked on the event loop: a WAL reader rarely waits, but never 30 s there
+            self.connection.execute(f"PRAGMA busy_timeout={_BUSY_MS}")  # (busy: the reader answers)
 
     def close(self) -> None:
         try:

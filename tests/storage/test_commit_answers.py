@@ -307,6 +307,8 @@ def test_kept_queries_answer_inline_only_from_what_is_kept(store: Any) -> None:
             assert {s: list(t) for s, t in got.items()} == {s: list(t) for s, t in want.items()}
 
     agree(True)
+    if queries.inline:  # on the event loop: a lock is waited for briefly, then the reader answers
+        assert queries._idle[0].connection.execute("PRAGMA busy_timeout").fetchone()[0] == 100
     fixed = _record("x_T-I", [{"introduced": shas[0]}, {"fixed": shas[2]}]) | {"modified": "2024-01-02T00:00:00Z"}
     store.update_advisories([(fixed, "fixed")])
     assert queries.kept(shas, brief=True) is None  # kept at the version before the write
