@@ -50,6 +50,7 @@ _SLOW_STEP = 250  # commits per SQL-path step, the deadline checked between them
 _SEGMENT_BYTES = 56 + 8 + 32  # a tuple, its slot in the list, its start position
 _SLOT_BYTES = 8
 _BUSY_MS = 100  # how long a kept connection on SQLite waits for a lock
+_BUILD_WAIT = 2.0  # seconds a thread waits for another's read of the same chain
 
 Label = tuple[str, int, int, int]  # repo, chain, pos, version
 log = logging.getLogger(__name__)
@@ -132,6 +133,10 @@ class CommitAnswers:
         self.chains: VersionedLru[ChainAnswers | str] = VersionedLru(cache_bytes)
         self.records: VersionedLru[tuple[str | None]] = VersionedLru(record_bytes)
         self.max_chain_bytes = min(max_chain_bytes, cache_bytes)
+        # chains being read, and the event set once kept: concurrent misses of one chain (16
+        # cold batches each want every chain) wait for the one read instead of each reading it
+        self._building: dict[tuple[str, int], threading.Event] = {}
+        self._building_lock = threading.Lock()
 
     def answer(self, conn: Any, shas: Iterable[str], *, brief: bool,
                deadline: float | None = None, kept_only: bool = False) -> dict[str, Sequence[str]] | None:
@@ -239,7 +244,30 @@ class CommitAnswers:
             raise NotKept(key)
         if hit == _TOO_BIG:
             return None
-        return self._build_chain(cursor, mark, key, version, evict=True)
+        return self._build_once(cursor, mark, key, version, evict=True)
+
+    def _build_once(self, cursor: Any, mark: str, key: tuple[str, int], version: int, *,
+                    evict: bool) -> ChainAnswers | None:
+        """:meth:`_build_chain`, or, while another thread reads the same chain, what it kept
+        (waited for at most ``_BUILD_WAIT`` s; kept at another version: read here too)."""
+        with self._building_lock:
+            other = self._building.get(key)
+            if other is None:
+                mine = self._building[key] = threading.Event()
+        if other is not None:
+            other.wait(_BUILD_WAIT)
+            hit = self.chains.get(key, version)
+            if isinstance(hit, ChainAnswers):
+                return hit
+            if hit == _TOO_BIG:
+                return None
+            return self._build_chain(cursor, mark, key, version, evict=evict)
+        try:
+            return self._build_chain(cursor, mark, key, version, evict=evict)
+        finally:
+            with self._building_lock:
+                del self._building[key]
+            mine.set()
 
     def _build_chain(self, cursor: Any, mark: str, key: tuple[str, int], version: int, *,
                      evict: bool) -> ChainAnswers | None:
@@ -316,7 +344,7 @@ class CommitAnswers:
                     return kept_chains, kept_records
                 version = versions.get(repo, 0)
                 if self.chains.get((repo, chain), version) is None:
-                    self._build_chain(cursor, mark, (repo, chain), version, evict=False)
+                    self._build_once(cursor, mark, (repo, chain), version, evict=False)
                     kept_chains += 1
             for repo in sorted({repo for repo, _ in keys}):
                 if not go_on() or self.records.size + 100 > self.records.max_bytes:

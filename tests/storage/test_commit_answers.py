@@ -320,3 +320,37 @@ def test_kept_queries_answer_inline_only_from_what_is_kept(store: Any) -> None:
         conn.connection.close()
     assert queries.kept(shas, brief=True) is None and not queries._idle
     agree(False)  # on new connections
+
+
+def test_concurrent_misses_of_one_chain_read_it_once(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sixteen cold batches each want every chain: one thread reads a chain, the others wait
+    for it (and answer alike), instead of each reading and building it."""
+    import threading
+    import time
+
+    from storage import commit_answers
+
+    repo = "org/once"
+    store.add_repo(repo, source=repo, source_kind="hub")
+    shas = [f"{i:040x}" for i in range(1, 4)]
+    for i, sha in enumerate(shas):
+        _store(store, repo, sha, (shas[i - 1],) if i else (), _record(f"x_T-O{i}", [{"introduced": sha}]))
+    built = []
+    real = commit_answers.build_chain
+
+    def slow(*a: Any, **kw: Any) -> Any:
+        built.append(1)
+        time.sleep(0.3)  # the others ask meanwhile
+        return real(*a, **kw)
+
+    monkeypatch.setattr(commit_answers, "build_chain", slow)
+    answers: list[Any] = []
+    threads = [threading.Thread(target=lambda: answers.append(store.advisories_affecting_json(shas, brief=True)))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(built) == 1
+    assert len(answers) == 4 and all(a == answers[0] for a in answers)
+    assert [len(answers[0][sha]) for sha in shas] == [1, 2, 3]
