@@ -8,6 +8,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -149,3 +151,32 @@ def test_sigint_to_serve_alone_stops_every_worker(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+class _SlowStart:
+    """A server that takes its time to start, then runs until told to stop (at most 20 s)."""
+
+    should_exit = False
+
+    def run(self, sockets: object = None) -> None:
+        time.sleep(1.0)  # starting: uvicorn has not taken the signals over yet
+        deadline = time.monotonic() + 20
+        while not self.should_exit:
+            if time.monotonic() > deadline:
+                raise RuntimeError("never told to stop")
+            time.sleep(0.01)
+
+
+def test_a_signal_while_workers_still_start_stops_them() -> None:
+    """SIGTERM reaches workers that are still starting (before uvicorn handles signals): they
+    stop then, not never."""
+    from tracker.cli.workers import run_workers
+
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGTERM))
+    timer.start()
+    started = time.monotonic()
+    try:
+        assert run_workers(2, _SlowStart, [], after_fork=lambda: None) == 0
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 15

@@ -91,16 +91,13 @@ def serve_app(app: Any, sock: socket.socket, workers: int = 1, *,
     config = uvicorn_config(app)
     config.load()  # before the fork: uvicorn's protocol modules imported once, shared by the workers
 
-    def serve_one() -> None:
-        uvicorn.Server(config).run(sockets=[sock])
-
     if workers == 1:
-        serve_one()
+        uvicorn.Server(config).run(sockets=[sock])
         return 0
     metrics = getattr(app.state, "metrics", None)
     if metrics is not None:
         metrics.share_across_processes()
-    return run_workers(workers, serve_one, after_fork=after_fork)
+    return run_workers(workers, lambda: uvicorn.Server(config), [sock], after_fork=after_fork)
 
 
 def build_daemon(ctx: Context) -> Any:

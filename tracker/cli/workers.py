@@ -20,14 +20,26 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 from collections.abc import Callable
 from types import FrameType
+from typing import Protocol
 
 log = logging.getLogger("hubwatch")
 
 
-def run_workers(count: int, serve_one: Callable[[], None], *, after_fork: Callable[[], None]) -> int:
-    """Fork ``count`` children that each run ``serve_one()``; wait for them; the exit code."""
+class Server(Protocol):
+    """What a worker runs: uvicorn's ``Server`` (``should_exit`` stops it, even before it started)."""
+
+    should_exit: bool
+
+    def run(self, sockets: list[socket.socket] | None = None) -> None: ...
+
+
+def run_workers(count: int, make_server: Callable[[], Server], sockets: list[socket.socket], *,
+                after_fork: Callable[[], None]) -> int:
+    """Fork ``count`` children that each run ``make_server()`` on ``sockets``; wait for them;
+    the exit code."""
     alive: set[int] = set()
     stopping: list[int] = []
 
@@ -44,7 +56,7 @@ def run_workers(count: int, serve_one: Callable[[], None], *, after_fork: Callab
                 break
             pid = os.fork()
             if pid == 0:  # pragma: no cover - the child's exit is seen by the parent's tests
-                _child(serve_one, after_fork, previous)
+                _child(make_server, sockets, after_fork, previous)
             alive.add(pid)
         return _wait(alive, stopping)
     finally:
@@ -52,16 +64,24 @@ def run_workers(count: int, serve_one: Callable[[], None], *, after_fork: Callab
             signal.signal(sig, handler)
 
 
-def _child(serve_one: Callable[[], None], after_fork: Callable[[], None],
+def _child(make_server: Callable[[], Server], sockets: list[socket.socket], after_fork: Callable[[], None],
            previous: dict[signal.Signals, object]) -> None:  # pragma: no cover - runs in the child
-    """A worker: its own connections, uvicorn's signal handling, never back into the caller."""
+    """A worker: its own connections, uvicorn's signal handling, never back into the caller.
+
+    A signal before uvicorn takes the signals over (a worker still starting when another
+    died) stops the server all the same; one after uvicorn gives them back (it re-raises the
+    one it stopped on) ends here quietly."""
     code = 1
     try:
+        server = make_server()
+
+        def stop(_signum: int, _frame: FrameType | None) -> None:
+            server.should_exit = True
+
         for sig in previous:
-            # uvicorn re-raises the signal it stopped on once it is done: end here, quietly
-            signal.signal(sig, lambda _s, _f: None)
+            signal.signal(sig, stop)
         after_fork()
-        serve_one()
+        server.run(sockets=sockets)
         code = 0
     except BaseException:
         log.exception("an API worker failed")
