@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, update
+from sqlalchemy import select as core_select
 from sqlmodel import col, select
 
 from storage import commit_rows, repairs, restore_rows
@@ -67,10 +68,9 @@ def canonical_id(store: Store, repo_id: str) -> str:
 
 def former_ids(store: Store, repo_id: str) -> list[str]:
     """The ids the repo had before its renames, oldest rename first."""
-    with store.session() as s:
-        rows = s.exec(select(RepoAliasRow).where(RepoAliasRow.repo_id == repo_id)
-                      .order_by(col(RepoAliasRow.renamed_at))).all()
-        return [r.old_id for r in rows]
+    a = RepoAliasRow.__table__.c  # type: ignore[attr-defined]
+    with store.reads.connect() as db:  # asked at every advisory: Core, not an ORM session
+        return list(db.execute(core_select(a.old_id).where(a.repo_id == repo_id).order_by(a.renamed_at)).scalars())
 
 
 def rename_repo(

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 from tracker.extract.model_config import parse_model_config
 from tracker.model import Artifacts, Change, ChangeKind
+from tracker.model.plan import Plan
 from tracker.pipeline.gguf_plan_step import gguf_plan
 from tracker.planner import compare, delta_to_json, plan, plan_to_json
 from tracker.planner.checkpoint import checkpoint_scalars
@@ -15,6 +19,34 @@ from tracker.planner.checkpoint import checkpoint_scalars
 def checkpoint_params(artifacts: Artifacts | None) -> int | None:
     """The checkpoint's own scalar count (safetensors headers), when every header was read."""
     return None if artifacts is None else checkpoint_scalars(artifacts.weights)
+
+
+#: Plans made lately in this process, by (config as canonical JSON, checkpoint count,
+#: assumptions): a revision that changes config.json plans its parent's config again to diff
+#: the plans, and that config was planned when the parent came (~1 ms; plans are frozen).
+MAX_KEPT_PLANS = 16
+_KEPT: OrderedDict[tuple[str, int | None, Any], Plan] = OrderedDict()
+_KEPT_LOCK = threading.Lock()
+
+
+def _planned(config: dict[str, Any], ckpt: int | None, assumptions: Any) -> Plan:
+    """``plan`` of ``config``, kept (assumptions that cannot be hashed: planned each time)."""
+    try:
+        key = (json.dumps(config, sort_keys=True, default=repr), ckpt, assumptions)
+        hash(key)
+    except (TypeError, ValueError, RecursionError):
+        return plan(parse_model_config(config), checkpoint_params=ckpt, assumptions=assumptions)
+    with _KEPT_LOCK:
+        found = _KEPT.get(key)
+        if found is not None:
+            _KEPT.move_to_end(key)
+            return found
+    made = plan(parse_model_config(config), checkpoint_params=ckpt, assumptions=assumptions)
+    with _KEPT_LOCK:
+        _KEPT[key] = made
+        while len(_KEPT) > MAX_KEPT_PLANS:
+            _KEPT.popitem(last=False)
+    return made
 
 
 @dataclass
@@ -38,10 +70,10 @@ class PlanStep:
         # every revision is the one `hubwatch plan ORG/NAME@REV` computes
         if not first and base_cfg == head.config and checkpoint_params(base) == head_ckpt:
             return None, None, None
-        new = plan(parse_model_config(head.config), checkpoint_params=head_ckpt, assumptions=self.assumptions)
+        new = _planned(head.config, head_ckpt, self.assumptions)
         if not isinstance(base_cfg, dict):
             return plan_to_json(new), None, None
-        old = plan(parse_model_config(base_cfg), checkpoint_params=checkpoint_params(base), assumptions=self.assumptions)
+        old = _planned(base_cfg, checkpoint_params(base), self.assumptions)
         delta = compare(old, new)
         if delta.is_empty:
             return plan_to_json(new), None, None
