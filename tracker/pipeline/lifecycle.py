@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from advisories.osv import VERSIONS_MAX, add_fixed, content_ids, is_open, restores
+from advisories.osv import VERSIONS_MAX, add_fixed, is_open, restores
 from advisories.rules import apply_rules
 from storage.store import Store
 from tracker.diff import diff_artifacts
@@ -67,8 +67,9 @@ def fixed_updates(
     restored: list[Restored] = []
     parents: dict[str, Artifacts | None] = {}
     head_keys: dict[str, str | None] = {}
+    head_content = {f.path: f.content_id for f in head.files}  # once: the candidates are many
     for adv_id, before in sorted(store.restore_candidates(repo_id, touched).items()):
-        same = restores(before, before, content_ids(head.files, before))
+        same = restores(before, before, {p: head_content.get(p) for p in before})
         if not same and _meaning_differs(store, before, head, head_keys):
             continue
         adv = store.get_advisory(adv_id)
@@ -113,9 +114,10 @@ class _ParentKeys:
         self.limit, self.lock, self.keys = limit, threading.Lock(), dict[tuple[str, str], str | None]()
 
     def key(self, store: Store, path: str, content: str) -> str | None:
-        with self.lock:
-            if (path, content) in self.keys:
-                return self.keys[(path, content)]
+        try:
+            return self.keys[(path, content)]  # a dict read needs no lock
+        except KeyError:
+            pass
         raw = store.get_blob(content) if content.startswith("git:") else None  # small files: by blob id
         if raw is None:  # not held (yet): no key, the full diff decides
             return None
