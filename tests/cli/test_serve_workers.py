@@ -180,3 +180,22 @@ def test_a_signal_while_workers_still_start_stops_them() -> None:
     finally:
         timer.cancel()
     assert time.monotonic() - started < 15
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_workers_stop_when_serve_is_killed(tmp_path: Path) -> None:
+    """A SIGKILL to serve (which it cannot pass on) still stops its workers: none is left
+    serving the port on its own."""
+    proc, base = _serve(tmp_path, "--workers", "2")
+    try:
+        wait_for(lambda: _get(f"{base}/healthz") == 200, 120, "/healthz")
+        workers = wait_for(lambda: len(_children(proc.pid)) == 2 and _children(proc.pid), 30, "two workers")
+        proc.kill()
+        proc.wait(10)
+        wait_for(lambda: not any(Path(f"/proc/{w}/cmdline").exists() and Path(f"/proc/{w}/cmdline").read_bytes()
+                                 for w in workers), 30, "the workers to stop")
+        assert _get(f"{base}/healthz") == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)

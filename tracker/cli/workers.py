@@ -73,6 +73,7 @@ def _child(make_server: Callable[[], Server], sockets: list[socket.socket], afte
     one it stopped on) ends here quietly."""
     code = 1
     try:
+        _die_with_parent()
         server = make_server()
 
         def stop(_signum: int, _frame: FrameType | None) -> None:
@@ -88,6 +89,19 @@ def _child(make_server: Callable[[], Server], sockets: list[socket.socket], afte
     finally:
         logging.shutdown()
         os._exit(code)
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+    """On Linux, SIGTERM when the parent dies (a SIGKILL it cannot pass on), so no worker is
+    left serving the port on its own; elsewhere a worker outlives a killed parent."""
+    parent = os.getppid()
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # it died before that took effect
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _wait(alive: set[int], stopping: list[int]) -> int:
