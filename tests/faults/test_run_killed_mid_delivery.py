@@ -45,6 +45,10 @@ def test_a_daemon_killed_mid_delivery_and_restarted_delivers_every_event(tmp_pat
         first = start_run(config, tmp_path / "first.log")
         try:
             wait_for(lambda: held.hits == 1, 120, "the first POST to be in flight", every=0.05)
+            # the POST hangs for minutes: let both repos' checks finish first, so the kill
+            # lands mid-delivery with every advisory stored (under load the second repo's
+            # check could still be writing when the first POST went out)
+            wait_for(lambda: len(store.list_advisories()) == 4, 120, "both repos' advisories", every=0.05)
             first.send_signal(signal.SIGKILL)
             assert first.wait(10) == -signal.SIGKILL
         finally:
