@@ -50,7 +50,7 @@ class Inputs:
     rho: float = 0.067  # pushes per tracked repo per day: the corpus histories' active spans
     r_api: float = 6.0  # model_info, commits page, tree and the commit graph's 3 git requests (new_revision.py)
     r_res: float = 1.0  # the changed file (a config, template or tokenizer edit)
-    c_new: float = 0.03  # CPU seconds per new revision (benchmarks/new_revision.py median; RESULTS.md)
+    c_new: float = 0.04  # CPU seconds per new revision (benchmarks/new_revision.py median; RESULTS.md)
     c_repo: float = 12.3e-6  # CPU seconds per tracked repo per cycle (firehose pass; firehose_cost.py, k = 0)
     c_cycle: float = 0.23  # CPU seconds per cycle, whatever N (firehose_cost.py, k = 0 at N = 1,000)
     cores: float = 1.0  # cores one daemon process can use (the GIL: about one for Python)
