@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -35,6 +33,7 @@ from tracker.model.keys import (
 )
 from tracker.pipeline.advise_step import AdviseStep
 from tracker.pipeline.analysis import AnalysisPool, shared_pool
+from tracker.pipeline.kept import Kept
 from tracker.pipeline.plan_step import PlanStep
 from tracker.pipeline.rename_step import record_rename
 from tracker.pipeline.repair import RepairPolicy, repair_due, run_repairs
@@ -150,7 +149,7 @@ def _apply_backfill(commits: list[CommitInfo], backfill: str) -> list[CommitInfo
     return commits[-n:]
 
 
-class RecentArtifacts:
+class RecentArtifacts(Kept[tuple[str, str, str, int], Artifacts]):
     """The artifacts of the revisions this process analysed last, shared by every check.
 
     A new revision is diffed against its parent, and the parent is almost always the head
@@ -161,27 +160,7 @@ class RecentArtifacts:
     """
 
     def __init__(self, max_items: int = 64):
-        self.max_items = max_items
-        self._items: OrderedDict[tuple[str, str, str, int], Artifacts] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[str, str, str, int]) -> Artifacts | None:
-        with self._lock:
-            found = self._items.get(key)
-            if found is not None:
-                self._items.move_to_end(key)
-            return found
-
-    def put(self, key: tuple[str, str, str, int], artifacts: Artifacts) -> None:
-        with self._lock:
-            self._items[key] = artifacts
-            self._items.move_to_end(key)
-            while len(self._items) > self.max_items:
-                self._items.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
+        super().__init__(max_items)
 
 
 RECENT = RecentArtifacts()

@@ -17,7 +17,6 @@ says in their summary what they restore.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -32,6 +31,7 @@ from tracker.errors import InvalidContent
 from tracker.extract import paths as extract_paths
 from tracker.extract.jsonsafe import load_json
 from tracker.model import Artifacts, Change, FileEntry, RevisionDiff
+from tracker.pipeline.kept import Kept
 from tracker.pipeline.stored import stored_artifacts
 
 RESTORE_TOPIC = "restore.earlier"
@@ -100,39 +100,31 @@ def _meaning_differs(store: Store, before: Mapping[str, str | None], head: Artif
         if path not in head_keys:
             head_keys[path] = meaning_key(path, getattr(head, attr))
         now = head_keys[path]
-        then = _PARENT_KEYS.key(store, path, content)
+        then = _parent_key(store, path, content)
         if now is not None and then is not None and now != then:
             return True
     return False
 
 
-class _ParentKeys:
-    """Meaning keys of stored documents by (path, content id): content never changes under its
-    id, so a key is computed once per process; bounded, the oldest dropped first."""
-
-    def __init__(self, limit: int = 16_384):
-        self.limit, self.lock, self.keys = limit, threading.Lock(), dict[tuple[str, str], str | None]()
-
-    def key(self, store: Store, path: str, content: str) -> str | None:
-        try:
-            return self.keys[(path, content)]  # a dict read needs no lock
-        except KeyError:
-            pass
-        raw = store.get_blob(content) if content.startswith("git:") else None  # small files: by blob id
-        if raw is None:  # not held (yet): no key, the full diff decides
-            return None
-        try:
-            found = meaning_key(path, load_json(raw, max_bytes=extract_paths.max_content_bytes(path)))
-        except InvalidContent:
-            found = None
-        with self.lock:
-            if len(self.keys) >= self.limit:
-                del self.keys[next(iter(self.keys))]
-            self.keys[(path, content)] = found
-        return found
+#: Meaning keys of stored documents by (path, content id): content never changes under its id,
+#: so a key is computed once per process.
+_PARENT_KEYS: Kept[tuple[str, str], str | None] = Kept(16_384)
+_UNSEEN = object()
 
 
-_PARENT_KEYS = _ParentKeys()
+def _parent_key(store: Store, path: str, content: str) -> str | None:
+    found = _PARENT_KEYS.get((path, content), _UNSEEN)
+    if found is not _UNSEEN:
+        return found  # type: ignore[return-value]
+    raw = store.get_blob(content) if content.startswith("git:") else None  # small files: by blob id
+    if raw is None:  # not held (yet): no key, the full diff decides
+        return None
+    try:
+        key = meaning_key(path, load_json(raw, max_bytes=extract_paths.max_content_bytes(path)))
+    except InvalidContent:
+        key = None
+    _PARENT_KEYS.put((path, content), key)
+    return key
 
 
 def _semantically_equal(before: Artifacts | None, head: Artifacts, before_sha: str, head_sha: str,

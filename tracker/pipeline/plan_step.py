@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +10,7 @@ from tracker.extract.model_config import parse_model_config
 from tracker.model import Artifacts, Change, ChangeKind
 from tracker.model.plan import Plan
 from tracker.pipeline.gguf_plan_step import gguf_plan
+from tracker.pipeline.kept import Kept
 from tracker.planner import compare, delta_to_json, plan, plan_to_json
 from tracker.planner.checkpoint import checkpoint_scalars
 
@@ -25,8 +24,7 @@ def checkpoint_params(artifacts: Artifacts | None) -> int | None:
 #: assumptions): a revision that changes config.json plans its parent's config again to diff
 #: the plans, and that config was planned when the parent came (~1 ms; plans are frozen).
 MAX_KEPT_PLANS = 16
-_KEPT: OrderedDict[tuple[str, int | None, Any], Plan] = OrderedDict()
-_KEPT_LOCK = threading.Lock()
+_KEPT: Kept[tuple[str, int | None, Any], Plan] = Kept(MAX_KEPT_PLANS)
 
 
 def _planned(config: dict[str, Any], ckpt: int | None, assumptions: Any) -> Plan:
@@ -36,16 +34,11 @@ def _planned(config: dict[str, Any], ckpt: int | None, assumptions: Any) -> Plan
         hash(key)
     except (TypeError, ValueError, RecursionError):
         return plan(parse_model_config(config), checkpoint_params=ckpt, assumptions=assumptions)
-    with _KEPT_LOCK:
-        found = _KEPT.get(key)
-        if found is not None:
-            _KEPT.move_to_end(key)
-            return found
+    found = _KEPT.get(key)
+    if found is not None:
+        return found
     made = plan(parse_model_config(config), checkpoint_params=ckpt, assumptions=assumptions)
-    with _KEPT_LOCK:
-        _KEPT[key] = made
-        while len(_KEPT) > MAX_KEPT_PLANS:
-            _KEPT.popitem(last=False)
+    _KEPT.put(key, made)
     return made
 
 
