@@ -16,8 +16,10 @@ the SQL path (:func:`storage.commit_rows.affecting_json`), as are the commits it
 
 A chain or record read on first touch costs a request a statement or two and builds what
 16 concurrent requests would all build at once, so :meth:`CommitAnswers.warm` reads every
-chain and record in the background (started by the first commit query), in steps that give
-way to requests, only while they fit the caches' room: it never evicts. ``kept_only``
+chain and record in the background (started when the app starts serving, in each worker
+process, or else by the first commit query), in steps that give way to requests, only while
+they fit the caches' room: it never evicts. :meth:`KeptQueries.warm_state` says how far it
+got (``/readyz`` shows it), so a benchmark or an operator can wait for it. ``kept_only``
 answers raise :class:`NotKept` rather than read anything but the labels, so that a caller
 on the event loop (SQLite: a label probe is tens of microseconds) can answer inline and go
 to a worker thread only on a miss.
@@ -27,10 +29,11 @@ from __future__ import annotations
 
 import bisect
 import logging
+import os
 import threading
 import time
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +47,7 @@ CACHE_BYTES = 96 * 2**20  # chains' segments, all repos together
 RECORD_CACHE_BYTES = 128 * 2**20
 WARM_SECONDS = 120.0  # a warm-up stops after this long, done or not
 WARM_PAUSE = 0.002  # seconds given way to requests between warm-up steps
+_BREATHE_EVERY = 256  # segments a warm-up builds between two moments given way (a long chain's build)
 MAX_CHAIN_BYTES = 16 * 2**20  # one chain larger than this is not kept: the SQL path answers
 _CHUNK = 1000  # commits per label statement (a querybatch's whole size)
 _SLOW_STEP = 250  # commits per SQL-path step, the deadline checked between them
@@ -69,9 +73,9 @@ class ChainAnswers:
     segments: list[tuple[str, ...]]  # live briefs, sorted by advisory id
     ids: dict[str, str]  # brief -> advisory id
     size: int  # estimated bytes
-    # each segment as a querybatch result's pieces: ``brief,`` ... ``brief]},`` (after
-    # ``{"vulns":[``), the variants shared by all segments; None where it holds nothing
-    wire: list[tuple[str, ...] | None]
+    # each segment as a querybatch result's pieces, encoded: ``brief,`` ... ``brief]},``
+    # (after ``{"vulns":[``), the variants shared by all segments; None where it holds nothing
+    wire: list[tuple[bytes, ...] | None]
 
     def at(self, pos: int) -> tuple[str, ...]:
         i = bisect.bisect_right(self.starts, pos) - 1
@@ -82,9 +86,11 @@ _TOO_BIG = "too big"  # a chain answered by SQL at this version
 
 
 def build_chain(spans: Iterable[tuple[str, int, int, str | None]],
-                max_bytes: int = MAX_CHAIN_BYTES) -> ChainAnswers | None:
+                max_bytes: int = MAX_CHAIN_BYTES, breathe: Callable[[], None] | None = None) -> ChainAnswers | None:
     """The segments of one chain's spans ``(advisory id, start, end, brief)``; a span
-    without a brief (its record withdrawn) holds nothing. None: over ``max_bytes``."""
+    without a brief (its record withdrawn) holds nothing. None: over ``max_bytes``.
+    ``breathe`` is called every ``_BREATHE_EVERY`` positions (a warm-up gives the GIL
+    back: a chain of 10,000 revisions is a second's work)."""
     ids: dict[str, str] = {}
     deltas: dict[int, dict[str, int]] = {}
     for adv_id, start, end, brief in set(spans):  # a span is filed under one or two buckets
@@ -100,7 +106,9 @@ def build_chain(spans: Iterable[tuple[str, int, int, str | None]],
     starts: list[int] = []
     segments: list[tuple[str, ...]] = []
     key = ids.__getitem__
-    for pos in sorted(deltas):
+    for n_pos, pos in enumerate(sorted(deltas)):
+        if breathe is not None and n_pos % _BREATHE_EVERY == _BREATHE_EVERY - 1:
+            breathe()
         for brief, d in deltas[pos].items():
             n = active.get(brief, 0) + d
             if n:
@@ -115,8 +123,8 @@ def build_chain(spans: Iterable[tuple[str, int, int, str | None]],
         size += 2 * (_SEGMENT_BYTES + _SLOT_BYTES * len(segment))  # the segment and its wire
         if size > max_bytes:
             return None
-    comma = {b: b + "," for b in ids}
-    last = {b: b + "]}," for b in ids}
+    comma = {b: (b + ",").encode() for b in ids}
+    last = {b: (b + "]},").encode() for b in ids}
     size += sum(2 * (60 + len(b)) for b in ids)
     wire = [(*map(comma.__getitem__, seg[:-1]), last[seg[-1]]) if seg else None for seg in segments]
     return ChainAnswers(starts, segments, ids, size, wire)
@@ -194,11 +202,11 @@ class CommitAnswers:
             out.update(commit_rows.affecting_json(conn, slow_list[i : i + _SLOW_STEP], brief=brief))
         return out
 
-    def batch_json(self, conn: Any, shas: Sequence[str]) -> str:
+    def batch_json(self, conn: Any, shas: Sequence[str]) -> bytes:
         """``{"results":[...]}`` of a querybatch of commit-only queries (lowercased, in query
-        order): the text ``tracker.api.osv_routes.commit_batch_json`` makes of
-        :meth:`answer` (``brief``), in one pass over the kept chains' wire pieces (one join
-        of the whole answer, no text per commit). :class:`NotKept` when a chain is not kept
+        order): the bytes ``tracker.api.osv_routes.commit_batch_json`` makes of
+        :meth:`answer` (``brief``), in one pass over the kept chains' encoded wire pieces
+        (one join of the whole answer, no text per commit, nothing encoded). :class:`NotKept` when a chain is not kept
         (or too big), or a commit is stored in more than one repo: :meth:`answer` merges."""
         cursor = conn.connection.cursor()
         try:
@@ -207,7 +215,7 @@ class CommitAnswers:
             cursor.close()
         get = self.chains.get
         chains: dict[tuple[str, int], ChainAnswers] = {}
-        wires: dict[str, tuple[str, ...] | None] = {}
+        wires: dict[str, tuple[bytes, ...] | None] = {}
         for sha, repo, chain, pos, version in rows:
             key = (repo, chain)
             c = chains.get(key)
@@ -220,19 +228,19 @@ class CommitAnswers:
                 raise NotKept(sha)
             i = bisect_right(c.starts, pos) - 1
             wires[sha] = c.wire[i] if i >= 0 else None
-        pieces = ['{"results":[']
+        pieces = [b'{"results":[']
         append, extend, found = pieces.append, pieces.extend, wires.get
         for sha in shas:
             w = found(sha)
             if w:
-                append('{"vulns":[')
+                append(b'{"vulns":[')
                 extend(w)
             else:
-                append("{},")
+                append(b"{},")
         if shas:
             pieces[-1] = pieces[-1][:-1]
-        append("]}")
-        return "".join(pieces)
+        append(b"]}")
+        return b"".join(pieces)
 
     def _chain(self, cursor: Any, mark: str, repo: str, chain: int, version: int,
                kept_only: bool = False) -> ChainAnswers | None:
@@ -247,7 +255,7 @@ class CommitAnswers:
         return self._build_once(cursor, mark, key, version, evict=True)
 
     def _build_once(self, cursor: Any, mark: str, key: tuple[str, int], version: int, *,
-                    evict: bool) -> ChainAnswers | None:
+                    evict: bool, breathe: Callable[[], None] | None = None) -> ChainAnswers | None:
         """:meth:`_build_chain`, or, while another thread reads the same chain, what it kept
         (waited for at most ``_BUILD_WAIT`` s; kept at another version: read here too)."""
         with self._building_lock:
@@ -261,22 +269,22 @@ class CommitAnswers:
                 return hit
             if hit == _TOO_BIG:
                 return None
-            return self._build_chain(cursor, mark, key, version, evict=evict)
+            return self._build_chain(cursor, mark, key, version, evict=evict, breathe=breathe)
         try:
-            return self._build_chain(cursor, mark, key, version, evict=evict)
+            return self._build_chain(cursor, mark, key, version, evict=evict, breathe=breathe)
         finally:
             with self._building_lock:
                 del self._building[key]
             mine.set()
 
     def _build_chain(self, cursor: Any, mark: str, key: tuple[str, int], version: int, *,
-                     evict: bool) -> ChainAnswers | None:
+                     evict: bool, breathe: Callable[[], None] | None = None) -> ChainAnswers | None:
         """Read and keep one chain (``evict=False``: only if it fits the room left)."""
         cursor.execute(
             f"SELECT advisory_id, start_pos, end_pos, brief FROM advisory_spans WHERE repo_id = {mark}"
             f" AND chain = {mark}", key
         )
-        built = build_chain(cursor.fetchall(), self.max_chain_bytes)
+        built = build_chain(cursor.fetchall(), self.max_chain_bytes, breathe)
         keep = self.chains.put if evict else self.chains.add
         if built is None:
             keep(key, version, _TOO_BIG, 100)
@@ -327,8 +335,11 @@ class CommitAnswers:
         cursor = conn.connection.cursor()
         kept_chains = kept_records = 0
 
-        def go_on() -> bool:
+        def breathe() -> None:
             time.sleep(pause)
+
+        def go_on() -> bool:
+            breathe()
             return time.monotonic() < deadline and not (stop is not None and stop.is_set())
 
         try:
@@ -344,7 +355,7 @@ class CommitAnswers:
                     return kept_chains, kept_records
                 version = versions.get(repo, 0)
                 if self.chains.get((repo, chain), version) is None:
-                    self._build_once(cursor, mark, (repo, chain), version, evict=False)
+                    self._build_once(cursor, mark, (repo, chain), version, evict=False, breathe=breathe)
                     kept_chains += 1
             for repo in sorted({repo for repo, _ in keys}):
                 if not go_on() or self.records.size + 100 > self.records.max_bytes:
@@ -354,7 +365,9 @@ class CommitAnswers:
                     f"SELECT id, {text}, withdrawn IS NOT NULL FROM advisories WHERE id IN"
                     f" (SELECT advisory_id FROM advisory_spans WHERE repo_id = {mark} AND chain >= 0)", (repo,)
                 )
-                for adv_id, record, gone in cursor.fetchall():
+                for n, (adv_id, record, gone) in enumerate(cursor.fetchall()):
+                    if n % _BREATHE_EVERY == _BREATHE_EVERY - 1:
+                        breathe()
                     record = None if gone else record
                     if self.records.add((adv_id, repo), version, (record,), 100 + (len(record) if record else 0)):
                         kept_records += 1
@@ -394,8 +407,9 @@ class KeptQueries:
     and ``commit_answers``): :meth:`kept` and :meth:`batch_json` answer from what is kept, on
     a few DBAPI connections of its own (detached from the engine's pool: no pre-ping round
     trip, no reset per query; autocommit), and :meth:`warm_soon` starts the warm-up once, in
-    a daemon thread. ``inline``: fast enough for the event loop (SQLite; on PostgreSQL the
-    label statement is a round trip the loop must not wait on)."""
+    a daemon thread (:meth:`warm_state` says how it stands). ``inline``: fast enough for
+    the event loop (SQLite; on PostgreSQL the label statement is a round trip the loop must
+    not wait on)."""
 
     CONNECTIONS = 8  # at most, made on demand and kept; all busy: the reader answers
 
@@ -403,6 +417,7 @@ class KeptQueries:
         self.store = store
         self.inline = store.engine.dialect.name == "sqlite"
         self._warming: threading.Thread | None = None
+        self._warm_state: dict[str, Any] = {"state": "cold"}
         self._lock = threading.Lock()
         self._idle: list[_Raw] = []
         self._made = 0  # connections open, idle or in use
@@ -411,8 +426,9 @@ class KeptQueries:
         """The answer from what is kept (one label statement); None: ask the reader."""
         return self._use(lambda c: self.store.commit_answers.answer(c, shas, brief=brief, kept_only=True))  # type: ignore[no-any-return]
 
-    def batch_json(self, shas: Sequence[str]) -> str | None:
-        """:meth:`CommitAnswers.batch_json` (call it in a worker thread); None: not kept."""
+    def batch_json(self, shas: Sequence[str]) -> bytes | None:
+        """:meth:`CommitAnswers.batch_json` (on the event loop only where :attr:`inline`);
+        None: not kept."""
         return self._use(lambda c: self.store.commit_answers.batch_json(c, shas))  # type: ignore[no-any-return]
 
     def _use(self, work: Any) -> Any:
@@ -439,15 +455,25 @@ class KeptQueries:
         self._idle.append(conn)
         return result
 
-    def warm_soon(self) -> None:
+    def warm_soon(self, then: Callable[[], None] | None = None) -> None:
+        """Start the warm-up in a daemon thread of this process, once (later calls: nothing);
+        ``then`` runs in it once the warm-up ended well, before :meth:`warm_state` says so."""
         if self._warming is not None:
             return
         with self._lock:
             if self._warming is None:
-                self._warming = threading.Thread(target=self._warm, name="hubwatch-commit-warm", daemon=True)
+                self._warm_state["state"] = "warming"
+                self._warming = threading.Thread(target=self._warm, args=(then,), name="hubwatch-commit-warm",
+                                                 daemon=True)
                 self._warming.start()
 
-    def _warm(self) -> None:
+    def warm_state(self) -> dict[str, Any]:
+        """This process's warm-up: ``state`` (``cold``: not started; ``warming``; ``warm``:
+        done, or stopped at the caches' room or its time limit; ``failed``), what it kept
+        and how long it took, and the process (``serve --workers`` warms each worker)."""
+        return {**self._warm_state, "process": os.getpid()}
+
+    def _warm(self, then: Callable[[], None] | None) -> None:
         started = time.monotonic()
         try:
             with self.store.engine.connect() as conn:
@@ -455,10 +481,14 @@ class KeptQueries:
                     conn = conn.execution_options(isolation_level="AUTOCOMMIT")
                 chains, records = self.store.commit_answers.warm(conn)
         except Exception as exc:  # the store closed under it, or a transient error: requests read on
+            self._warm_state.update(state="failed", error=type(exc).__name__)
             log.warning("commit answers' warm-up stopped: %s: %s", type(exc).__name__, exc)
             return
-        log.info("commit answers warmed: %d chains, %d records in %.1f s", chains, records,
-                 time.monotonic() - started)
+        if then is not None:
+            then()
+        seconds = time.monotonic() - started
+        self._warm_state.update(state="warm", chains=chains, records=records, seconds=round(seconds, 3))
+        log.info("commit answers warmed: %d chains, %d records in %.1f s", chains, records, seconds)
 
 
 class _Raw:

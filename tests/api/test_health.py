@@ -7,6 +7,7 @@ from tests.hubemu import hf_test_env
 
 hf_test_env()
 
+import os  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -50,7 +51,10 @@ def test_readyz_needs_the_database_and_a_live_scheduler(store: Store) -> None:
     alive = [True]
     client = TestClient(create_app(store, Settings(), scheduler_alive=lambda: alive[0]))
     ok = client.get("/readyz")
-    assert ok.status_code == 200 and ok.json() == {"status": "ok", "checks": {"database": "ok", "scheduler": "ok"}}
+    assert ok.status_code == 200 and ok.json() == {
+        "status": "ok", "checks": {"database": "ok", "scheduler": "ok"},
+        "warm_up": {"commit_answers": {"state": "cold", "process": os.getpid()}},  # no lifespan: not started
+    }
     alive[0] = False
     stopped = client.get("/readyz")
     assert stopped.status_code == 503 and stopped.json()["checks"]["scheduler"] == "stopped"
@@ -61,6 +65,22 @@ def test_readyz_needs_the_database_and_a_live_scheduler(store: Store) -> None:
     assert unreachable.json()["checks"]["database"].startswith("error")
     metrics = TestClient(create_app(dead, Settings())).get("/metrics")
     assert metrics.status_code == 200 and samples(metrics.text)["hubwatch_database_up"] == 0
+
+
+def test_the_commit_answers_warm_up_starts_with_the_app_and_readyz_says_when_it_is_done(store: Store) -> None:
+    """Issue 17: the serving process's lifespan starts the warm-up (not the first commit
+    query, whose neighbours then paid for it); /readyz shows it without ever failing on it."""
+    import time
+
+    with TestClient(create_app(store, Settings())) as client:  # the lifespan runs
+        deadline = time.monotonic() + 30
+        while (ready := client.get("/readyz")).json()["warm_up"]["commit_answers"]["state"] != "warm":
+            assert ready.status_code == 200 and ready.json()["warm_up"]["commit_answers"]["state"] == "warming"
+            assert time.monotonic() < deadline, ready.json()
+            time.sleep(0.05)
+        warm = ready.json()["warm_up"]["commit_answers"]
+        assert ready.status_code == 200 and warm["process"] == os.getpid()
+        assert warm["chains"] == 0 and warm["records"] == 0 and warm["seconds"] >= 0  # an empty store
 
 
 def test_readyz_fails_when_the_database_cannot_be_written(sqlite_store: Store) -> None:

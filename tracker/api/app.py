@@ -8,7 +8,8 @@ API only reads the store (and writes rows the daemon acts on: tracked repos, sub
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -32,7 +33,7 @@ def create_app(
     metrics: Metrics | None = None,
 ) -> FastAPI:
     # /docs is our own page (tracker.api.pages_model): Swagger UI would load from a CDN
-    app = FastAPI(title="hubwatch", version=__version__, docs_url=None, redoc_url=None,
+    app = FastAPI(title="hubwatch", version=__version__, docs_url=None, redoc_url=None, lifespan=_warm_up,
                   description="Upstream change tracker and advisory daemon for Hugging Face model repos.")
     app.router.redirect_slashes = False  # its redirects are built from the client's Host header
     app.state.store = store
@@ -57,7 +58,9 @@ def create_app(
         if scheduler_alive is not None:
             checks["scheduler"] = "ok" if scheduler_alive() else "stopped"
         ok = all(v == "ok" for v in checks.values())
-        return JSONResponse({"status": "ok" if ok else "unavailable", "checks": checks}, status_code=200 if ok else 503)
+        warm = {"commit_answers": app.state.commit_queries.warm_state()}  # informative: never 503
+        return JSONResponse({"status": "ok" if ok else "unavailable", "checks": checks, "warm_up": warm},
+                            status_code=200 if ok else 503)
 
     @app.get("/metrics", include_in_schema=False)
     def metrics_route() -> PlainTextResponse:
@@ -69,6 +72,15 @@ def create_app(
     install_openapi(app)
     _settle_gc()
     return app
+
+
+@asynccontextmanager
+async def _warm_up(app: FastAPI) -> AsyncIterator[None]:
+    """The lifespan of each serving process (after ``serve --workers`` forked it): the commit
+    answers' warm-up starts here, before the first request, not in the middle of the first
+    commit queries (issue 17); ``/readyz`` says how it stands."""
+    app.state.commit_queries.warm_soon()
+    yield
 
 
 _gc_settled = False
@@ -110,7 +122,8 @@ def _include_osv(app: FastAPI, store: Store, settings: Settings) -> None:
     from tracker.api.osv_routes import osv_router
     from tracker.api.store_reader import StoreAdvisoryReader
 
-    app.include_router(osv_router(StoreAdvisoryReader(store), kept=KeptQueries(store)))
+    app.state.commit_queries = KeptQueries(store)
+    app.include_router(osv_router(StoreAdvisoryReader(store), kept=app.state.commit_queries))
 
 
 def _include_optional(module: str, factory: str) -> Callable[[FastAPI, Store, Settings], None]:

@@ -99,16 +99,16 @@ class Query:
 class KeptCommits(Protocol):
     """Commit answers kept in memory beside the reader (:class:`storage.commit_answers.KeptQueries`)."""
 
-    inline: bool  # :meth:`kept` is fast enough to call on the event loop
+    inline: bool  # :meth:`kept` and :meth:`batch_json` are fast enough to call on the event loop
 
     def kept(self, shas: Sequence[str], *, brief: bool) -> dict[str, Sequence[str]] | None:
         """The reader's ``affecting_json`` from what is kept, fast enough for the event loop;
         None when it would need more (the route then asks the reader in a worker thread)."""
         ...
 
-    def batch_json(self, shas: Sequence[str]) -> str | None:
-        """:func:`commit_batch_json`'s text from what is kept (in a worker thread); None
-        when it would need more."""
+    def batch_json(self, shas: Sequence[str]) -> bytes | None:
+        """:func:`commit_batch_json`'s bytes from what is kept (on the event loop only where
+        ``inline``); None when it would need more."""
         ...
 
     def warm_soon(self) -> None:
@@ -178,9 +178,16 @@ def osv_router(reader: AdvisoryReader, *, max_body_bytes: int = MAX_BODY_BYTES,
         weight = max(1, len(queries))
         if not await in_flight.acquire(weight, budget):
             return error(429, 8, f"The batch waited over {budget:g} s for room; retry later.")
+        text: str | bytes | None
         try:
             if shas is not None:
-                text = await run_in_threadpool(_commit_batch, reader, kept, shas, deadline)
+                # all kept (SQLite): answered here on the loop, no worker-thread hop (issue 17)
+                text = kept.batch_json(shas) if kept is not None and kept.inline else None
+                if text is None:
+                    thread_kept = kept if kept is not None and not kept.inline else None  # inline: just missed
+                    text = await run_in_threadpool(_commit_batch, reader, thread_kept, shas, deadline)
+                elif time.monotonic() > deadline:
+                    text = None
             else:
                 results = await run_in_threadpool(answer_batch, reader, parsed, deadline)
                 text = None if results is None else _results_json(results)
@@ -270,9 +277,9 @@ def _plain_commits(queries: list[Any]) -> list[str] | None:
     return out
 
 
-def commit_batch_json(reader: AdvisoryReader, commits: Sequence[str], deadline: float) -> str | None:
-    """``{"results":[...]}`` of a batch of commit-only queries (in order) from one look-up;
-    each distinct commit's answer encoded once. None once past ``deadline``."""
+def commit_batch_json(reader: AdvisoryReader, commits: Sequence[str], deadline: float) -> bytes | None:
+    """``{"results":[...]}`` of a batch of commit-only queries (in order) from one look-up,
+    encoded; each distinct commit's answer joined once. None once past ``deadline``."""
     held = commit_answers(reader, commits, True, deadline)
     if held is None or time.monotonic() > deadline:
         return None
@@ -285,7 +292,7 @@ def commit_batch_json(reader: AdvisoryReader, commits: Sequence[str], deadline: 
             pieces.append("{},")
     pieces[-1] = pieces[-1][:-1] if commits else pieces[-1]
     pieces.append("]}")
-    return "".join(pieces)
+    return "".join(pieces).encode()
 
 
 def _commit_query(reader: AdvisoryReader, kept: KeptCommits | None, commit: str) -> dict[str, Sequence[str]]:
@@ -298,7 +305,7 @@ def _commit_query(reader: AdvisoryReader, kept: KeptCommits | None, commit: str)
 
 
 def _commit_batch(reader: AdvisoryReader, kept: KeptCommits | None, commits: Sequence[str],
-                  deadline: float) -> str | None:
+                  deadline: float) -> bytes | None:
     """The batch's text from what is kept when it has all (one pass), else from the reader."""
     text = kept.batch_json(commits) if kept is not None else None
     if text is None:
@@ -461,8 +468,9 @@ def _json(obj: Any, status: int = 200) -> Response:
     return _raw_json(_dumps(obj), status)
 
 
-def _raw_json(text: str, status: int = 200) -> Response:
-    return Response(content=text.encode(), status_code=status, media_type="application/json")
+def _raw_json(text: str | bytes, status: int = 200) -> Response:
+    body = text if isinstance(text, bytes) else text.encode()
+    return Response(content=body, status_code=status, media_type="application/json")
 
 
 def _static(request: Request, body: bytes, media_type: str, records: list[dict[str, Any]]) -> Response:
