@@ -476,14 +476,20 @@ def py_spy() -> str | None:
     return str(beside) if beside.exists() else shutil.which("py-spy")
 
 
+#: py-spy's output formats by the file suffix they are written under
+PROFILE_FORMATS = {"flamegraph": ".svg", "raw": ".txt", "speedscope": ".json"}
+
+
 def _py_spy(pid: int, out: Path) -> subprocess.Popen[bytes] | None:
-    """py-spy recording ``pid`` and its workers to ``out`` (a flame graph SVG), or None without py-spy."""
+    """py-spy recording ``pid`` and its workers to ``out`` (a flame graph SVG; collapsed stacks
+    for ``.txt``, speedscope for ``.json``), or None without py-spy."""
     exe = py_spy()
     if exe is None:
         return None
     out.parent.mkdir(parents=True, exist_ok=True)
+    fmt = next((f for f, suffix in PROFILE_FORMATS.items() if out.suffix == suffix), "flamegraph")
     spy = subprocess.Popen([exe, "record", "--pid", str(pid), "--subprocesses", "--nonblocking", "--rate", "200",
-                            "--output", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            "--format", fmt, "--output", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(1.0)  # attached before the timed requests start
     return spy
 
@@ -507,11 +513,12 @@ Checkpoint = Callable[[dict[str, Any]], None]
 
 def run(url: str, *, repos: int, per_repo: int, every: int = 3, requests: int = 2000, seed_only: bool = False,
         routes: Sequence[str] = ROUTES, progress: Callable[[str], None] = lambda _m: None, checkpoint: Checkpoint = lambda _r: None,
-        workers: int = 1, profile: Path | None = None) -> dict[str, Any]:
+        workers: int = 1, profile: Path | None = None, profile_format: str = "flamegraph") -> dict[str, Any]:
     """One database: seed, build the index, load each route; ``checkpoint`` gets the results
     so far after every step (a long run that fails later keeps what it measured). The app
     and the ceiling are both served by ``workers`` processes; with ``profile`` (a folder)
-    py-spy records the server through each route's timed requests."""
+    py-spy records the server through each route's timed requests (``profile_format``: py-spy's
+    ``--format``)."""
     rng = random.Random(7)
     store = open_store(url)
     out: dict[str, Any] = {"database": store.dialect, "repos": repos, "server": server_config(workers)}
@@ -564,7 +571,8 @@ def run(url: str, *, repos: int, per_repo: int, every: int = 3, requests: int = 
         if name not in routes and name != "trivial":  # the ceiling is measured in every run
             return
         progress(f"{out['database']}: {name}: {count} requests over {connections} connection(s)")
-        spied: dict[str, Any] = {"profile": profile / f"{out['database']}-{name.replace(' ', '-').replace(',', '')}.svg"} if profile else {}
+        stem = f"{out['database']}-{name.replace(' ', '-').replace(',', '')}"
+        spied: dict[str, Any] = {"profile": profile / (stem + PROFILE_FORMATS[profile_format])} if profile else {}
         counted: dict[str, Any] = {"sessions": sessions} if sessions is not None else {}
         m = out[name] = load(port, pid, make, count, connections, **spied, **counted)
         first = m["first_touch"]
@@ -716,6 +724,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="server processes for the app and the ceiling alike (as `hubwatch serve --workers N`)")
     p.add_argument("--profile", type=Path, metavar="DIR",
                    help="py-spy (if installed) records the server through each route's timed requests: DIR/<db>-<route>.svg")
+    p.add_argument("--profile-format", choices=list(PROFILE_FORMATS), default="flamegraph",
+                   help="py-spy's output: flamegraph (.svg), raw collapsed stacks (.txt) or speedscope (.json)")
     p.add_argument("--serve", help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, help=argparse.SUPPRESS)
     p.add_argument("--trivial", action="store_true", help=argparse.SUPPRESS)
@@ -751,7 +761,7 @@ def main(argv: list[str] | None = None) -> int:
     progress(f"{' '.join(sys.argv)}; the report so far goes to {out_path}")
     sizes = {"repos": args.repos, "per_repo": args.per_repo, "every": args.advisory_every, "requests": args.requests,
              "seed_only": args.seed_only, "routes": args.routes, "progress": progress, "checkpoint": checkpoint,
-             "workers": args.workers, "profile": args.profile}
+             "workers": args.workers, "profile": args.profile, "profile_format": args.profile_format}
     try:
         if args.db in ("sqlite", "both"):
             with tempfile.TemporaryDirectory() as tmp:

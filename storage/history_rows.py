@@ -14,6 +14,7 @@ Imports: stdlib, sqlalchemy, storage.tables, tracker.model.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -59,16 +60,22 @@ def probe(conn: Any, repo_id: str) -> RepoProbe:
 
 
 class HistoryReader:
-    """A page's reads on one connection: :func:`probe`, the repo, :func:`page_json`, :func:`page`."""
+    """A page's reads on one connection: :func:`probe`, the repo with it, :func:`page_json`, :func:`page`."""
 
-    def __init__(self, conn: Any, repo: Callable[[Any, str], RepoRecord | None]):
-        self.conn, self._repo = conn, repo
+    def __init__(self, conn: Any, versioned_repo: Callable[[Any, str], tuple[RepoRecord, int] | None]):
+        self.conn, self._versioned_repo = conn, versioned_repo
 
     def probe(self, repo_id: str) -> RepoProbe:
         return probe(self.conn, repo_id)
 
-    def repo(self, repo_id: str) -> RepoRecord | None:
-        return self._repo(self.conn, repo_id)
+    def repo_and_probe(self, repo_id: str) -> tuple[RepoRecord | None, RepoProbe]:
+        """The repo and what :func:`probe` says of it, in one statement when it is tracked
+        (a repo page needs both); a former id's look-up only when it is not."""
+        found = self._versioned_repo(self.conn, repo_id)
+        if found is None:
+            return None, self.probe(repo_id)
+        repo, counter = found
+        return repo, RepoProbe((counter, repo.added_at))
 
     def page_json(self, repo_id: str, *, before_seq: int | None, limit: int) -> list[tuple[int, str]]:
         return page_json(self.conn, repo_id, before_seq=before_seq, limit=limit)
@@ -108,9 +115,12 @@ class PageRevision:
 NO_CURSOR = 2**31  # past every arrival order (revisions.seq is a 32-bit INTEGER on PostgreSQL)
 
 # A stored time as :func:`rfc3339` writes it: on SQLite the stored text sliced when it is in the
-# form written, else strftime; on PostgreSQL the timestamptz in UTC.
+# form written, else strftime; on PostgreSQL the timestamptz in UTC. The form the ORM writes
+# (2024-01-01 00:01:00.000000) is told by one GLOB first: the CASE's string functions on
+# every row were a third of the JSON statement (issue 17).
 _TIME = {
-    "sqlite": "CASE WHEN length({t}) >= 19 AND substr({t}, 11, 1) IN (' ', 'T') AND (substr({t}, 20) IN "
+    "sqlite": "CASE WHEN {t} GLOB '????-??-?? ??:??:??.??????' THEN substr({t}, 1, 10) || 'T' || substr({t}, 12, 8) "
+              "|| 'Z' WHEN length({t}) >= 19 AND substr({t}, 11, 1) IN (' ', 'T') AND (substr({t}, 20) IN "
               "('', '+00:00', 'Z') OR (substr({t}, 20, 1) = '.' AND substr({t}, 27) IN ('', '+00:00', 'Z'))) "
               "THEN substr({t}, 1, 10) || 'T' || substr({t}, 12, 8) || 'Z' "
               "ELSE strftime('%Y-%m-%dT%H:%M:%SZ', {t}) END",
@@ -120,28 +130,45 @@ _PAGE_HEAD = ("WITH page AS (SELECT id, seq, sha, parent, committed_at, title, a
               "reachable FROM revisions WHERE repo_id = {repo} AND seq < {before} ORDER BY seq DESC LIMIT {n}) ")
 _MARKS = {"sqlite": {"repo": ":repo", "before": ":before", "n": ":n"},
           "postgresql": {"repo": "%(repo)s", "before": "%(before)s", "n": "%(n)s"}}
-_PLAN_DELTA = {"sqlite": "EXISTS (SELECT 1 FROM json_each(c.topics) WHERE value = 'plan.delta')",
-               "postgresql": "CAST(c.topics AS jsonb) ? 'plan.delta'"}
-_PAGE = {dialect: _PAGE_HEAD.format(**_MARKS[dialect]) + (
-    "SELECT page.seq, page.sha, {time}, page.title, page.severity, page.advisory_id, page.reachable, "
-    "c.kind, c.path, c.summary, c.severity, {plan} "
-    "FROM page LEFT JOIN changes c ON c.revision_id = page.id ORDER BY page.seq DESC, c.idx"
-).format(time=_TIME[dialect].format(t="page.committed_at"), plan=_PLAN_DELTA[dialect]) for dialect in _MARKS}
+# The page's times and plan notes: on PostgreSQL worked out by the database, once per
+# revision; on SQLite the stored text and topics as they are, read here (:func:`rfc3339`'s
+# slices, a substring test): SQLite's string functions on every joined row were over half of
+# the statement (issue 17).
+_PAGE_TIME = {"sqlite": "page.committed_at", "postgresql": "page.committed"}
+_PAGE_PLAN = {"sqlite": "c.topics", "postgresql": "CAST(c.topics AS jsonb) ? 'plan.delta'"}
+_PAGE_CTE = {"sqlite": _PAGE_HEAD, "postgresql": _PAGE_HEAD.replace(
+    "reachable FROM", "reachable, " + _TIME["postgresql"].format(t="committed_at") + " AS committed FROM")}
+_PAGE = {dialect: _PAGE_CTE[dialect].format(**_MARKS[dialect])
+         + f"SELECT page.seq, page.sha, {_PAGE_TIME[dialect]}, page.title, page.severity, page.advisory_id, "
+         f"page.reachable, c.kind, c.path, c.summary, c.severity, {_PAGE_PLAN[dialect]} "
+         "FROM page LEFT JOIN changes c ON c.revision_id = page.id ORDER BY page.seq DESC, c.idx"
+         for dialect in _MARKS}
+
+
+def _plan_in_topics(topics: str) -> bool:
+    """Whether stored topics (a JSON array of strings, as the JSON type wrote it) name
+    ``plan.delta``: without a backslash no string in it is escaped, so the quoted name is
+    in the text exactly when it is one of the strings."""
+    if "\\" in topics:
+        return "plan.delta" in json.loads(topics)
+    return '"plan.delta"' in topics
 
 
 def page(conn: Any, repo_id: str, *, before_seq: int | None, limit: int) -> list[PageRevision]:
     """Up to ``limit`` revisions newest first, ``before_seq`` exclusive, each with the part of
-    its changes pages show (never their details): one statement, on the driver's cursor, the
-    time and the plan's note worked out by the database."""
+    its changes pages show (never their details): one statement, on the driver's cursor."""
     out: list[PageRevision] = []
     last = None
+    sqlite = conn.dialect.name == "sqlite"
     for seq, sha, committed, title, sev, adv, reachable, kind, path, summary, csev, plan in driver_rows(
             conn, _PAGE[conn.dialect.name], _page_params(repo_id, before_seq, limit)):
         if seq != last:
             last = seq
-            out.append(PageRevision(seq, sha, committed, title, sev, adv, bool(reachable), []))
+            out.append(PageRevision(seq, sha, rfc3339(committed) if sqlite else committed, title, sev, adv,
+                                    bool(reachable), []))
         if kind is not None:
-            out[-1].changes.append(PageChange(kind, path, summary, csev, bool(plan)))
+            out[-1].changes.append(PageChange(kind, path, summary, csev,
+                                              _plan_in_topics(plan) if sqlite else bool(plan)))
     return out
 
 

@@ -464,7 +464,7 @@ class Store:
     def history_reader(self) -> Iterator[history_rows.HistoryReader]:
         """A request's probe, repo and page on one connection (one pool checkout)."""
         with self.reads.connect() as conn:
-            yield history_rows.HistoryReader(conn, _repo_on)
+            yield history_rows.HistoryReader(conn, _versioned_repo_on)
 
     def history_page(self, repo_id: str, *, before_seq: int | None, limit: int) -> list[history_rows.PageRevision]:
         """What a history page shows of up to ``limit`` revisions (see :func:`history_rows.page`)."""
@@ -673,6 +673,10 @@ _REPO_READ = select(  # type: ignore[call-overload]
 ).where(col(RepoRow.id) == bindparam("id"))
 
 
+#: the same and the repo's history version: a repo page's look-up in one statement
+_REPO_READ_VERSIONED = _REPO_READ.add_columns(RepoRow.__table__.c.history_version)  # type: ignore[attr-defined]
+
+
 def _repo_on(conn: Any, repo_id: str) -> RepoRecord | None:
     row = conn.execute(_REPO_READ, {"id": repo_id}).first()
     if row is None:
@@ -680,6 +684,16 @@ def _repo_on(conn: Any, repo_id: str) -> RepoRecord | None:
     fields = dict(row._mapping)
     newest = fields.pop("newest")
     return RepoRecord(**fields, revisions=int(newest or 0))
+
+
+def _versioned_repo_on(conn: Any, repo_id: str) -> tuple[RepoRecord, int] | None:
+    """The repo and its history counter (``repos.history_version``), or None when not tracked."""
+    row = conn.execute(_REPO_READ_VERSIONED, {"id": repo_id}).first()
+    if row is None:
+        return None
+    fields = dict(row._mapping)
+    newest, counter = fields.pop("newest"), fields.pop("history_version")
+    return RepoRecord(**fields, revisions=int(newest or 0)), counter
 
 
 def _repo_record(row: RepoRow, revisions: int) -> RepoRecord:

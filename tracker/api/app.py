@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from storage.store import Store
 from tracker import __version__
+from tracker.api.dispatch import gate_included_routers
 from tracker.api.guard import RequestGuard
 from tracker.api.metrics import Metrics
 from tracker.api.openapi import install_openapi
@@ -69,6 +70,7 @@ def create_app(
 
     for include in _ROUTERS:
         include(app, store, settings)
+    gate_included_routers(app)  # a router is asked only about paths its routes could match
     install_openapi(app)
     _settle_gc()
     return app

@@ -33,7 +33,7 @@ def history_html(repo_url: str, advisory_root: str, revisions: Sequence[PageRevi
     """The repo page's compare form, history table and pager; ``repo_url`` and
     ``advisory_root`` are root-relative. Written out here rather than by a template: Jinja's
     per-value look-ups and escapes were most of a page's render (issue 17). Every value from
-    the store is escaped (``_e``) or checked to hold no character HTML or a URL path treats
+    the store is escaped (``_esc``: ``html.escape`` where it has anything to escape) or checked to hold no character HTML or a URL path treats
     specially (``_PLAIN``); links are built from ``quote`` (no character HTML treats
     specially) after a prefix escaped once.
 
@@ -82,6 +82,14 @@ _BADGES = {sev: f'<span class="sev sev-{sev}">{sev}</span>' for sev in ("CRITICA
 _NO_SEVERITY = '<span class="sev sev-NONE">no severity</span>'
 
 
+_HTML_SPECIAL = re.compile("[&<>\"']").search  # what html.escape replaces
+
+
+def _esc(value: str) -> str:
+    """``html.escape``, skipped for text with nothing to escape (most of a row's values)."""
+    return _e(value) if _HTML_SPECIAL(value) else value
+
+
 def _attr(value: str) -> str:
     return value if _PLAIN(value) else _e(value)
 
@@ -100,10 +108,12 @@ def _badge(severity: str | None) -> str:
 def _history_row(base: str, advisories: str, r: PageRevision) -> tuple[str, str]:
     """The table row of ``r`` and its option in the compare form's suggestions."""
     sha, adv, when = r.sha, r.advisory_id, r.committed_at
-    link, short = (sha, sha[:12]) if _PLAIN(sha) else (quote(sha), _e(sha[:12]))
-    day = _e(when[:10]) if when else "—"
-    committed = f"{day} {_e(when[11:16])} UTC" if when else "—"
-    title = _e(r.title)
+    plain = _PLAIN(sha)
+    link, short = (sha, sha[:12]) if plain else (quote(sha), _esc(sha[:12]))
+    option_value = sha if plain else _e(sha)
+    day = _esc(when[:10]) if when else "—"
+    committed = f"{day} {_esc(when[11:16])} UTC" if when else "—"
+    title = _esc(r.title)
     cell = [title]
     if not r.reachable:
         cell.append(' <span class="muted">(no longer on the branch)</span>')
@@ -113,12 +123,12 @@ def _history_row(base: str, advisories: str, r: PageRevision) -> tuple[str, str]
         if c.severity is None:
             quiet.append(c)
         else:
-            flagged.append(f"<li>{_badge(c.severity)} {_e(sentence(c.summary))}</li>")
+            flagged.append(f"<li>{_badge(c.severity)} {_esc(sentence(c.summary))}</li>")
     if flagged:
         cell.append(f"\n    <ul>{''.join(flagged)}</ul>")
     counted = sum(1 for c in quiet if not c.plan_delta)
     if counted:
-        said = " ".join(_e(_quiet_sentence(c)) for c in quiet[:3])
+        said = " ".join(_esc(_quiet_sentence(c)) for c in quiet[:3])
         cell.append(f'\n    <div class="muted">{counted} other change{"s" if counted > 1 else ""} (no severity)'
                     f'{": " + said if said else ""}</div>')
     if adv is None:
@@ -126,9 +136,9 @@ def _history_row(base: str, advisories: str, r: PageRevision) -> tuple[str, str]
     elif _PLAIN(adv):
         advisory = f'<a href="{advisories}/{adv}">{adv}</a>'
     else:
-        advisory = f'<a href="{advisories}/{quote(adv)}">{_e(adv)}</a>'
-    label = title if len(r.title) <= 60 and "\n" not in r.title and "  " not in r.title else _e(cut(r.title, 60))
+        advisory = f'<a href="{advisories}/{quote(adv)}">{_esc(adv)}</a>'
+    label = title if len(r.title) <= 60 and "\n" not in r.title and "  " not in r.title else _esc(cut(r.title, 60))
     return (f'<tr>\n  <td class="mono"><a href="{base}/{link}">{short}</a></td>\n'
             f'  <td class="nowrap">{committed}</td>\n  <td>{_badge(r.severity)}</td>\n'
             f'  <td>{"".join(cell)}\n  </td>\n  <td>{advisory}</td>\n</tr>\n',
-            f'<option value="{_attr(sha)}">{day} · {label}</option>')
+            f'<option value="{option_value}">{day} · {label}</option>')

@@ -43,8 +43,10 @@ PAGE_SIZE, PAGE_MAX = 50, 500
 CHOICES = 300  # revisions offered by the compare picker
 COMPARE_MAX = 200  # revisions one compare page lists
 
+# the templates ship with the package: not checked for changes on disk at every render
+# (a stat of each template a page extends, issue 17)
 ENV = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True),
-                  trim_blocks=True, lstrip_blocks=True)
+                  trim_blocks=True, lstrip_blocks=True, auto_reload=False)
 
 
 def render(request: Request, template: str, code: int = 200, **ctx: Any) -> HTMLResponse:
@@ -140,7 +142,7 @@ def pages_router(store: Store, settings: Settings) -> APIRouter:
     def repo_page(request: Request) -> HTMLResponse | RedirectResponse:
         """The compare form and the history part are rendered once per repo version (and
         cursor) and kept (issue 17); the rest (status, last poll) is read for each request.
-        One connection: the version look-up (a former id: 307), the repo, the page if not kept.
+        One connection: the repo with its version (a former id: 307), the page if not kept.
         The path and query are read here (:func:`page_query`)."""
         org, name = request.path_params["org"], request.path_params["name"]
         query = page_query(request)
@@ -148,11 +150,10 @@ def pages_router(store: Store, settings: Settings) -> APIRouter:
             return error_page(request, 400, "A page size (limit) is a whole number from 1.")
         (before, size), u = query, urls(request)
         with store.history_reader() as reader:
-            probe = reader.probe(f"{org}/{name}")
+            repo, probe = reader.repo_and_probe(f"{org}/{name}")
             if probe.moved_to is not None:
                 target = moved_path(route_path(request.scope), probe.moved_to)
                 return RedirectResponse(moved_location(request.scope, target), status_code=307)
-            repo = reader.repo(f"{org}/{name}") if probe.version is not None else None
             if repo is None:
                 return error_page(request, 404, f"{org}/{name} is not tracked.")
             history_html = kept_fragment(("history", repo.id, before, size, u.root), probe.version,
