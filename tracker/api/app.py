@@ -121,11 +121,13 @@ def _install_error_shape(app: FastAPI) -> None:
 
 def _include_osv(app: FastAPI, store: Store, settings: Settings) -> None:
     from storage.commit_answers import KeptQueries
+    from tracker.api.osv_fast import CommitQueryFastPath
     from tracker.api.osv_routes import osv_router
     from tracker.api.store_reader import StoreAdvisoryReader
 
     app.state.commit_queries = KeptQueries(store)
     app.include_router(osv_router(StoreAdvisoryReader(store), kept=app.state.commit_queries))
+    app.add_middleware(CommitQueryFastPath, kept=app.state.commit_queries)  # outermost: before the stack
 
 
 def _include_optional(module: str, factory: str) -> Callable[[FastAPI, Store, Settings], None]:

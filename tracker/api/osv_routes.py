@@ -151,7 +151,7 @@ def osv_router(reader: AdvisoryReader, *, max_body_bytes: int = MAX_BODY_BYTES,
                 thread_kept = kept if kept is not None and not kept.inline else None
                 held = await run_in_threadpool(_commit_query, reader, thread_kept, parsed.commit)
             assert held is not None  # no deadline
-            return _raw_json(_vulns_json(held[parsed.commit]))
+            return _raw_json(vulns_json(held[parsed.commit]))
         vulns = (await run_in_threadpool(run_queries, reader, [parsed]))[0]
         return _json({"vulns": vulns} if vulns else {})
 
@@ -165,7 +165,7 @@ def osv_router(reader: AdvisoryReader, *, max_body_bytes: int = MAX_BODY_BYTES,
             return error(400, 3, "queries must be a list")
         if len(queries) > MAX_BATCH:
             return error(400, 3, "Too many queries.")
-        shas = _plain_commits(queries)  # a scanner's batch: commits only, answered in one pass
+        shas = plain_commits(queries)  # a scanner's batch: commits only, answered in one pass
         parsed: list[Query] = []
         if shas is None:
             try:
@@ -262,7 +262,7 @@ def parse_query(obj: Any) -> Query:
     return Query(commit=commit, ecosystem=ecosystem, name=name, version=version)
 
 
-def _plain_commits(queries: list[Any]) -> list[str] | None:
+def plain_commits(queries: list[Any]) -> list[str] | None:
     """The lowercased commits of a batch whose every query is ``{"commit": "<hex>"}`` (what
     :func:`parse_query` accepts as a commit-only query); None when any is anything else."""
     out = []
@@ -341,7 +341,7 @@ def answer_batch(reader: AdvisoryReader, queries: Sequence[Query], deadline: flo
         if held is None or time.monotonic() > deadline:
             return None
         for i in commits:
-            out[i] = _vulns_json(held.get(str(queries[i].commit), ()))
+            out[i] = vulns_json(held.get(str(queries[i].commit), ()))
     for lo in range(0, len(others), _BATCH_STEP):
         if time.monotonic() > deadline:
             return None
@@ -363,7 +363,7 @@ def _commit_only(query: Query) -> bool:
     return query.commit is not None and query.purl is None and query.ecosystem is None
 
 
-def _vulns_json(texts: Sequence[str]) -> str:
+def vulns_json(texts: Sequence[str]) -> str:
     return '{"vulns":[' + ",".join(texts) + "]}" if texts else "{}"
 
 
