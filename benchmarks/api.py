@@ -27,12 +27,16 @@ worker), so no timed window carries its CPU; how long it took is reported. Each 
 first requests (about 50, on fresh connections) are still timed apart and reported beside
 the steady ones ("first requests"), not hidden. ``--profile DIR`` has py-spy (when
 installed) record the server through each route's timed requests, a flame graph per route.
+``--stack HTTP+LOOP`` serves the app and the ceiling on that parser and loop instead of
+``serve``'s choice; given twice or more, with ``--rounds N``, the stacks take turns (A, B, A, B),
+each pass with its own servers and its own table.
 
     .venv/bin/python benchmarks/api.py                                   # both, 100 x 1,000
     .venv/bin/python benchmarks/api.py --db sqlite --repos 10 --per-repo 200 --requests 300
     .venv/bin/python benchmarks/api.py --repos 100 --per-repo 10000 --advisory-every 30 --seed-only
     .venv/bin/python benchmarks/api.py --db sqlite --routes "commit query;querybatch 1000"
     .venv/bin/python benchmarks/api.py --db postgresql --workers 2 --profile /tmp/prof --routes "commit query"
+    .venv/bin/python benchmarks/api.py --db sqlite --stack h11+asyncio --stack httptools+uvloop --rounds 2  # A/B/A/B
 
 PostgreSQL: ``--pg-admin-url`` (default ``HUBWATCH_TEST_PG`` or 127.0.0.1:5432/test); a
 throwaway database is created and dropped.
@@ -70,6 +74,7 @@ from storage import open_store  # noqa: E402
 from storage.commit_rows import rebuild  # noqa: E402
 from storage.store import Store  # noqa: E402
 from storage.tables import AdvisoryRow, ChangeRow, RepoRow, RevisionRow  # noqa: E402
+from tracker.cli.transport import Stack, preferred  # noqa: E402
 from tracker.model import Change, ChangeKind, CommitInfo, RevisionDiff, Severity  # noqa: E402
 
 ROUTES = ("trivial", "healthz", "history page, newest", "history page", "history page, HTML", "commit query",
@@ -194,10 +199,10 @@ def _bound(row: tuple[Any, ...], binds: list[tuple[int, Callable[[Any], Any]]]) 
 # --- the server, in a child process -----------------------------------------------------------
 
 
-def serve_main(url: str, port: int, trivial: bool, workers: int = 1) -> None:
+def serve_main(url: str, port: int, trivial: bool, workers: int = 1, stack: Stack | None = None) -> None:
     """The server child: bound first, the app built, then served as ``hubwatch serve`` serves
-    (``serve_cmds.serve_app``: its uvicorn settings, ``workers`` forked processes), the
-    trivial ceiling too."""
+    (``serve_cmds.serve_app``: its uvicorn settings, ``workers`` forked processes, on
+    ``stack`` when given), the trivial ceiling too."""
     from tracker.cli.serve_cmds import listen, serve_app
 
     sock = listen("127.0.0.1", port)
@@ -217,29 +222,31 @@ def serve_main(url: str, port: int, trivial: bool, workers: int = 1) -> None:
         store = open_store(url, run_migrations=False)
         app = create_app(store, Settings())
         after_fork = lambda: store.engine.dispose(close=False)  # noqa: E731
-    serve_app(app, sock, workers, after_fork=after_fork)
+    serve_app(app, sock, workers, after_fork=after_fork, stack=stack)
 
 
-def server_config(workers: int) -> dict[str, Any]:
+def server_config(workers: int, stack: Stack | None = None) -> dict[str, Any]:
     """What serves the routes (and the ceiling, the same way): uvicorn's version, the HTTP
-    parser and event loop its ``auto`` picks here, the worker processes."""
+    parser and event loop (``stack``, else what ``serve`` prefers here), the worker processes."""
     import importlib.metadata
-    import importlib.util
 
-    return {"uvicorn": importlib.metadata.version("uvicorn"),
-            "http": "httptools" if importlib.util.find_spec("httptools") else "h11",
-            "loop": "uvloop" if importlib.util.find_spec("uvloop") else "asyncio",
+    stack = stack or preferred()
+    return {"uvicorn": importlib.metadata.version("uvicorn"), "http": stack.http, "loop": stack.loop,
             "workers": workers, "access_log": False}
 
 
-def config_line(config: dict[str, Any]) -> str:
-    return (f"server: uvicorn {config['uvicorn']} (http {config['http']}, loop {config['loop']}, access log off), "
+def config_line(config: dict[str, Any], stacks: Sequence[Stack | None] = (), rounds: int = 1) -> str:
+    served = f"http {config['http']}, loop {config['loop']}"
+    if len(stacks) > 1 or rounds > 1:
+        served = (f"{' then '.join(str(s or preferred()) for s in stacks)} alternated, {rounds} round(s), "
+                  f"each pass its own server and ceiling")
+    return (f"server: uvicorn {config['uvicorn']} ({served}, access log off), "
             f"{config['workers']} process(es) as `hubwatch serve --workers {config['workers']}` serves; the trivial "
             f"ceiling served the same way, same process count")
 
 
 @contextmanager
-def server(url: str, *, trivial: bool = False, workers: int = 1) -> Iterator[tuple[int, int]]:
+def server(url: str, *, trivial: bool = False, workers: int = 1, stack: Stack | None = None) -> Iterator[tuple[int, int]]:
     """(port, pid) of the app on uvicorn in a child process (its workers under it), once it answers."""
     import socket
 
@@ -247,6 +254,7 @@ def server(url: str, *, trivial: bool = False, workers: int = 1) -> Iterator[tup
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     args = [sys.executable, __file__, "--serve", url, "--port", str(port), "--workers", str(workers)]
+    args += ["--stack", str(stack)] if stack else []
     child = subprocess.Popen(args + (["--trivial"] if trivial else []), cwd=ROOT)
     try:
         deadline = time.monotonic() + 120
@@ -513,15 +521,18 @@ Checkpoint = Callable[[dict[str, Any]], None]
 
 def run(url: str, *, repos: int, per_repo: int, every: int = 3, requests: int = 2000, seed_only: bool = False,
         routes: Sequence[str] = ROUTES, progress: Callable[[str], None] = lambda _m: None, checkpoint: Checkpoint = lambda _r: None,
-        workers: int = 1, profile: Path | None = None, profile_format: str = "flamegraph") -> dict[str, Any]:
+        workers: int = 1, profile: Path | None = None, profile_format: str = "flamegraph",
+        stacks: Sequence[Stack | None] = (None,), rounds: int = 1) -> dict[str, Any]:
     """One database: seed, build the index, load each route; ``checkpoint`` gets the results
     so far after every step (a long run that fails later keeps what it measured). The app
     and the ceiling are both served by ``workers`` processes; with ``profile`` (a folder)
     py-spy records the server through each route's timed requests (``profile_format``: py-spy's
-    ``--format``)."""
+    ``--format``). Each of ``stacks`` (HTTP parser and event loop; None: what ``serve``
+    prefers) serves all routes in turn, ``rounds`` times (A, B, A, B): the first pass's
+    results are those returned, each later pass's go to ``checkpoint`` as results of their own."""
     rng = random.Random(7)
     store = open_store(url)
-    out: dict[str, Any] = {"database": store.dialect, "repos": repos, "server": server_config(workers)}
+    out: dict[str, Any] = {"database": store.dialect, "repos": repos, "server": server_config(workers, stacks[0])}
     try:
         progress(f"{store.dialect}: seeding {repos:,} repos x {per_repo:,} revisions")
         with timed(store) as seed_t:
@@ -547,6 +558,24 @@ def run(url: str, *, repos: int, per_repo: int, every: int = 3, requests: int = 
     if seed_only:
         return out
 
+    passes = [(r, stack) for r in range(rounds) for stack in stacks]
+    for i, (r, stack) in enumerate(passes):
+        res = out if i == 0 else {k: v for k, v in out.items() if k not in ROUTES and not k.endswith(", ceiling")}
+        if len(passes) > 1:
+            res |= {"server": server_config(workers, stack), "pass": f"{stack or preferred()}, round {r + 1}"}
+        measure_pass(res, url, stack, repos=repos, per_repo=per_repo, requests=requests, routes=routes, rng=rng,
+                     progress=progress, checkpoint=checkpoint, workers=workers, profile=profile,
+                     profile_format=profile_format)
+    return out
+
+
+def measure_pass(out: dict[str, Any], url: str, stack: Stack | None, *, repos: int, per_repo: int, requests: int,
+                 routes: Sequence[str], rng: random.Random, progress: Callable[[str], None], checkpoint: Checkpoint,
+                 workers: int, profile: Path | None, profile_format: str) -> None:
+    """Every route of ``routes`` (and the ceiling) loaded once, the app and the ceiling served on
+    ``stack``; the measurements into ``out``."""
+    label = out["database"] + (f" ({out['pass']})" if "pass" in out else "")
+
     def any_commit() -> str:
         return sha_of(rng.randrange(repos), rng.randint(1, per_repo))
 
@@ -570,23 +599,23 @@ def run(url: str, *, repos: int, per_repo: int, every: int = 3, requests: int = 
     def measure(name: str, port: int, pid: int, make: Callable[[], Request], count: int, connections: int) -> None:
         if name not in routes and name != "trivial":  # the ceiling is measured in every run
             return
-        progress(f"{out['database']}: {name}: {count} requests over {connections} connection(s)")
-        stem = f"{out['database']}-{name.replace(' ', '-').replace(',', '')}"
+        progress(f"{label}: {name}: {count} requests over {connections} connection(s)")
+        stem = f"{label}-{name}".replace(" ", "-").replace(",", "").replace("(", "").replace(")", "")
         spied: dict[str, Any] = {"profile": profile / (stem + PROFILE_FORMATS[profile_format])} if profile else {}
         counted: dict[str, Any] = {"sessions": sessions} if sessions is not None else {}
         m = out[name] = load(port, pid, make, count, connections, **spied, **counted)
         first = m["first_touch"]
-        progress(f"{out['database']}: {name}: {m['req_per_s']:.0f} req/s, p50 {m['p50_ms']:.1f} ms, "
+        progress(f"{label}: {name}: {m['req_per_s']:.0f} req/s, p50 {m['p50_ms']:.1f} ms, "
                  f"p99 {m['p99_ms']:.1f} ms, server CPU {m['server_cpu_ms_per_req']:.2f} ms/req, "
                  f"{m['refused_429']} answered 429; its first {first['requests']}: p99 {first['p99_ms']:.1f} ms, "
                  f"CPU {first['server_cpu_ms_per_req']:.2f} ms/req" + (f"; profile {spied['profile']}" if spied else "")
                  + (f"; {m['db_sessions_opened']} database sessions opened" if counted else ""))
         checkpoint(out)
 
-    with session_counter(url) as sessions, server(url, trivial=True, workers=workers) as ceiling, \
-            server(url, workers=workers) as (port, pid):
+    with session_counter(url) as sessions, server(url, trivial=True, workers=workers, stack=stack) as ceiling, \
+            server(url, workers=workers, stack=stack) as (port, pid):
         warm = out["warm_up"] = wait_warm(port, {pid} if workers == 1 else set(descendants(pid)))
-        progress(f"{out['database']}: the commit answers' warm-up: {warm['state']}, {warm.get('chains', 0)} chains, "
+        progress(f"{label}: the commit answers' warm-up: {warm['state']}, {warm.get('chains', 0)} chains, "
                  f"{warm.get('records', 0)} records in {warm.get('seconds', 0):.1f} s (waited {warm['waited_s']:.1f} s)")
         measure("trivial", *ceiling, lambda: ("GET", "/trivial", b""), requests, CONNECTIONS)
 
@@ -594,7 +623,7 @@ def run(url: str, *, repos: int, per_repo: int, every: int = 3, requests: int = 
             """The ceiling again, just before a history page: load on this shared machine moves
             within a minute, and the page's goal is a ratio to the ceiling of the same moment."""
             if name in routes:
-                progress(f"{out['database']}: the ceiling again, beside {name}")
+                progress(f"{label}: the ceiling again, beside {name}")
                 out[name + ", ceiling"] = load(*ceiling, lambda: ("GET", "/trivial", b""), requests, CONNECTIONS)
 
         measure("healthz", port, pid, lambda: ("GET", "/healthz", b""), requests, CONNECTIONS)
@@ -607,7 +636,6 @@ def run(url: str, *, repos: int, per_repo: int, every: int = 3, requests: int = 
         measure("commit query", port, pid, commit_query, requests, CONNECTIONS)
         measure("querybatch 1000", port, pid, batch, max(4, requests // 20), CONNECTIONS)
         measure("querybatch 1000, 1 connection", port, pid, batch, max(2, requests // 40), 1)
-    return out
 
 
 def db_backends(store: Store) -> dict[int, float]:
@@ -673,7 +701,8 @@ def report(results: list[dict[str, Any]], header: str) -> str:
     lines = [header]
     for res in results:
         lines += ["", f"{res['database']}: {res['repos']:,} repos, {res['revisions']:,} revisions, "
-                      f"{res['advisories']:,} advisories ({res['fixed']:,} fixed); {steps_line(res)}"]
+                      f"{res['advisories']:,} advisories ({res['fixed']:,} fixed); {steps_line(res)}"
+                      + (f"; served by {res['pass']}" if "pass" in res else "")]
         if "trivial" not in res:
             continue
         lines += ["| route | connections | requests | req/s | p50 ms | p99 ms | server CPU ms/req | 429 "
@@ -726,6 +755,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="py-spy (if installed) records the server through each route's timed requests: DIR/<db>-<route>.svg")
     p.add_argument("--profile-format", choices=list(PROFILE_FORMATS), default="flamegraph",
                    help="py-spy's output: flamegraph (.svg), raw collapsed stacks (.txt) or speedscope (.json)")
+    p.add_argument("--stack", type=_stack, action="append", metavar="HTTP+LOOP",
+                   help="serve the app and the ceiling with this HTTP parser and event loop (h11+asyncio, "
+                        "httptools+uvloop, ...) instead of what `serve` prefers; repeat it for an A/B: each serves "
+                        "all routes in turn")
+    p.add_argument("--rounds", type=int, default=1, help="passes over the --stack list (2: A, B, A, B)")
     p.add_argument("--serve", help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, help=argparse.SUPPRESS)
     p.add_argument("--trivial", action="store_true", help=argparse.SUPPRESS)
@@ -735,18 +769,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers < 1:
         p.error("--workers must be at least 1")
     if args.serve:
-        serve_main(args.serve, args.port, args.trivial, args.workers)
+        serve_main(args.serve, args.port, args.trivial, args.workers, args.stack[0] if args.stack else None)
         return 0
     if args.profile is not None and py_spy() is None:
         p.error("--profile needs py-spy (pip install py-spy)")
     load_at_start, started, t0 = os.getloadavg()[0], datetime.now(UTC), time.perf_counter()
     out_path = args.out or Path(tempfile.gettempdir()) / f"hubwatch-api-{started:%Y%m%d-%H%M%S}.md"
     results: list[dict[str, Any]] = []
+    stacks: list[Stack | None] = args.stack or [None]
 
     def header(final: bool) -> str:
         return (f"CPython {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load_at_start:.1f} at the "
                 f"start, {os.getloadavg()[0]:.1f} {'at the end' if final else 'so far'}, {started:%Y-%m-%d %H:%M} UTC, "
-                f"{time.perf_counter() - t0:.0f} s; {config_line(server_config(args.workers))}"
+                f"{time.perf_counter() - t0:.0f} s; {config_line(server_config(args.workers, stacks[0]), stacks, args.rounds)}"
                 + ("; py-spy recording the server through the timed requests" if args.profile else ""))
 
     def progress(message: str) -> None:
@@ -761,7 +796,8 @@ def main(argv: list[str] | None = None) -> int:
     progress(f"{' '.join(sys.argv)}; the report so far goes to {out_path}")
     sizes = {"repos": args.repos, "per_repo": args.per_repo, "every": args.advisory_every, "requests": args.requests,
              "seed_only": args.seed_only, "routes": args.routes, "progress": progress, "checkpoint": checkpoint,
-             "workers": args.workers, "profile": args.profile, "profile_format": args.profile_format}
+             "workers": args.workers, "profile": args.profile, "profile_format": args.profile_format,
+             "stacks": stacks, "rounds": args.rounds}
     try:
         if args.db in ("sqlite", "both"):
             with tempfile.TemporaryDirectory() as tmp:
@@ -774,6 +810,14 @@ def main(argv: list[str] | None = None) -> int:
             checkpoint(results[-1], final=True)
         print(json.dumps(results, indent=2) if args.json else report(results, header(True)), flush=True)
     return 0
+
+
+def _stack(text: str) -> Stack:
+    http, _, loop = text.partition("+")
+    try:
+        return Stack(http, loop)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
 
 
 if __name__ == "__main__":
