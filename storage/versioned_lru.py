@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from typing import Generic, TypeVar
 
 V = TypeVar("V")
@@ -34,6 +34,21 @@ class VersionedLru(Generic[V]):
                 return None
             self._kept.move_to_end(key)
             return found[1]
+
+    def get_many(self, wanted: Iterable[tuple[Hashable, Hashable]]) -> list[V | None]:
+        """:meth:`get` of each ``(key, version)``, under one hold of the lock (a commit query
+        asks for its ~40 records at once)."""
+        out: list[V | None] = []
+        append, kept, touch = out.append, self._kept.get, self._kept.move_to_end
+        with self._lock:
+            for key, version in wanted:
+                found = kept(key)
+                if found is None or found[0] != version:
+                    append(None)
+                else:
+                    touch(key)
+                    append(found[1])
+        return out
 
     def put(self, key: Hashable, version: Hashable, value: V, weight: int) -> None:
         """Keep ``value`` (``weight`` bytes, about) for ``key`` at ``version``."""

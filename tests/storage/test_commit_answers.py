@@ -354,3 +354,24 @@ def test_concurrent_misses_of_one_chain_read_it_once(store: Any, monkeypatch: py
     assert len(built) == 1
     assert len(answers) == 4 and all(a == answers[0] for a in answers)
     assert [len(answers[0][sha]) for sha in shas] == [1, 2, 3]
+
+
+@given(st.lists(st.tuples(st.integers(0, 300), st.integers(1, 60), st.booleans()), max_size=12))
+@settings(max_examples=60, deadline=None)
+def test_a_chains_position_index_answers_as_its_bisection(spans: list[tuple[int, int, bool]]) -> None:
+    """ChainAnswers.segment_of (the position index, where it is kept) agrees with bisecting
+    the segment starts at every position, before, inside and after the spans, open ones too."""
+    from bisect import bisect_right
+
+    built = build_chain([(f"A{i}", start, OPEN if open_ else start + length, f'{{"id":"A{i}"}}')
+                         for i, (start, length, open_) in enumerate(spans)])
+    assert built is not None
+    for pos in [*range(-2, 400), OPEN - 1, 10**9]:
+        assert built.segment_of(pos) == bisect_right(built.starts, pos) - 1, pos
+    assert len(built.index) <= 64 * len(built.starts) + 1024
+
+
+def test_a_sparse_chain_keeps_no_position_index() -> None:
+    built = build_chain([("A", 10**7, 10**7 + 5, '{"id":"A"}')])
+    assert built is not None and len(built.index) == 0
+    assert [built.segment_of(p) for p in (0, 10**7, 10**7 + 4, 10**7 + 5)] == [-1, 0, 0, 1]
