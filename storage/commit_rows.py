@@ -52,14 +52,30 @@ def labels_of(db: Any, repo_id: str, shas: Iterable[str]) -> dict[str, Label]:
 
 
 def label_commit(db: Any, repo_id: str, parents: Sequence[str], chains: Chains) -> tuple[Label, Reach, bool]:
-    """The label of a commit about to be stored (its parents are stored first, if at all)."""
-    known = labels_of(db, repo_id, parents)
-    labels = [known.get(p) for p in parents]
-    first = labels[0] if labels else None
-    first_is_tip = first is not None and db.execute(
-        select(R.id).where(R.repo_id == repo_id, R.chain == first[0], R.chain_pos == first[1] + 1).limit(1)
-    ).first() is None
+    """The label of a commit about to be stored (its parents are stored first, if at all).
+
+    One statement per revision: each parent's label and whether its chain goes on after it
+    (the first parent's chain is continued only from its tip); two round trips were one each."""
+    known = _labels_and_successors(db, repo_id, parents)
+    labels = [known[p][0] if p in known else None for p in parents]
+    first_is_tip = bool(parents) and parents[0] in known and not known[parents[0]][1]
     return label_new(labels, first_is_tip=first_is_tip, chains=chains)
+
+
+_NEXT = RevisionRow.__table__.alias("successor").c  # type: ignore[attr-defined]
+
+
+def _labels_and_successors(db: Any, repo_id: str, shas: Iterable[str]) -> dict[str, tuple[Label, bool]]:
+    """sha -> (its label, whether a revision of the repo holds the next position of its chain)."""
+    wanted = sorted(set(shas))
+    followed = (select(_NEXT.id).where(_NEXT.repo_id == R.repo_id, _NEXT.chain == R.chain,
+                                       _NEXT.chain_pos == R.chain_pos + 1).exists())
+    out: dict[str, tuple[Label, bool]] = {}
+    for i in range(0, len(wanted), _CHUNK):
+        rows = db.execute(select(R.sha, R.chain, R.chain_pos, followed).where(
+            R.repo_id == repo_id, col(R.sha).in_(wanted[i : i + _CHUNK]))).all()
+        out.update({sha: ((chain, pos), bool(has_next)) for sha, chain, pos, has_next in rows if chain is not None})
+    return out
 
 
 def add_chain_point(db: Any, repo_id: str, label: Label, reach: Reach, chains: Chains) -> None:
