@@ -57,6 +57,7 @@ hf_test_env()
 
 from benchmarks.cpu import worker_cpu  # noqa: E402
 from benchmarks.shards import sharded_repo  # noqa: E402
+from storage import store as store_module  # noqa: E402
 from storage.store import Store, open_store  # noqa: E402
 from tests.hubemu import HubEmulator, RepoBuilder  # noqa: E402
 from tracker.hub import hf as hf_module  # noqa: E402
@@ -143,6 +144,7 @@ STAGES: tuple[tuple[str, Any, str], ...] = (
     ("rules", check_module, "apply_rules"),
     ("advise: OSV record, lifecycle", AdviseStep, "run"),
     ("store: write transaction", Store, "record_revision"),
+    ("store: sanitise (before the write)", store_module, "storable"),
 )
 
 
