@@ -1,22 +1,27 @@
 """The shortcuts history pages take (issue 17) answer exactly what the long way did: the
-routers' prefix gate, the escape that skips plain text, the substring test for the plan's
-note, SQLite's GLOB before its time CASE."""
+routers' prefix gate, the lean path of the revisions route, the escape that skips plain
+text, the substring test for the plan's note, SQLite's GLOB before its time CASE."""
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 import random
 import sqlite3
 
 import pytest
+from fastapi.testclient import TestClient
 from starlette.routing import Match
 
 from storage.history_rows import _TIME, _plan_in_topics, rfc3339
-from tests.api.data import settings
+from storage.renames import RenameEvent, rename_repo
+from tests.api.data import START, seed_history, settings
 from tracker.api.app import create_app
 from tracker.api.dispatch import literal_parts
+from tracker.api.history_fast import HistoryPageFastPath
 from tracker.api.history_views import _esc
+from tracker.model import Change, ChangeKind, Severity
 
 HOSTILE = ["a", "<", ">", "&", '"', "'", " ", "\\", "\n", "é", "🤗", "plan.delta", '"plan.delta"', "\\u0070", "/", "%2F"]
 
@@ -76,3 +81,67 @@ def test_sqlites_time_expression_reads_every_stored_form_as_rfc3339(stored) -> N
     with sqlite3.connect(":memory:") as db:
         (got,) = db.execute("SELECT " + _TIME["sqlite"].format(t=":t"), {"t": stored}).fetchone()
     assert got == rfc3339(stored) == "2024-01-01T00:01:00Z"
+
+
+def _without_lean_path(app):  # type: ignore[no-untyped-def]
+    app.user_middleware = [m for m in app.user_middleware if m.cls is not HistoryPageFastPath]
+    return app
+
+
+@pytest.mark.parametrize("root", ["", "/hubwatch"])
+def test_the_lean_history_path_answers_every_request_as_the_route(store, root) -> None:  # type: ignore[no-untyped-def]
+    """Status, headers in their order and bytes: with the lean path in front and without it,
+    for plain pages (JSON and HTML) and for everything it leaves to the routes (400s, 404s,
+    307s, 304, 405)."""
+    seed_history(store, n=5)
+    seed_history(store, "org/old", n=2)
+    rename_repo(store, "org/old", "org/new", now=START, edit_record=lambda r: r,
+                event=RenameEvent(store.get_repo("org/old").head_sha,
+                                  Change(ChangeKind.RENAME, "", "renamed", (), Severity.HIGH, {}), None))
+    lean = TestClient(create_app(store, settings()), root_path=root, follow_redirects=False)
+    route = TestClient(_without_lean_path(create_app(store, settings())), root_path=root, follow_redirects=False)
+    page = "/api/v1/repos/org/model/revisions"
+    etag = route.get(page).headers["etag"]
+    cases = [(page, {}), (page + "?limit=2", {}), (page + "?limit=2&cursor=4", {}), (page + "?cursor=&limit=1", {}),
+             (page + "?limit=5000", {}), (page + "?limit=0", {}), (page + "?limit=x", {}), (page + "?cursor=abc", {}),
+             (page + "?cursor=" + "1" * 21, {}), (page + "?cursor=%00", {}), (page + "?limit=2&limit=3", {}),
+             ("/api/v1/repos/org/none/revisions", {}), ("/api/v1/repos/org/old/revisions?limit=1", {}),
+             ("/api/v1/repos/org/new/revisions", {}), (page, {"if-none-match": etag}), (page, {"if-none-match": '"x"'}),
+             ("/api/v1/repos/org/model/revisions/", {}), ("/api/v1/repos/org%2Fmodel/x/revisions", {}),
+             ("/repos/org/model", {}), ("/repos/org/model?limit=2&cursor=4", {}), ("/repos/org/model?cursor=abc", {}),
+             ("/repos/org/model?limit=0", {}), ("/repos/org/model?limit=x", {}), ("/repos/org/none", {}),
+             ("/repos/org/old?limit=1", {}), ("/repos/org/new", {}), ("/repos/org/model?cursor=%00", {}),
+             ("/repos/org/model/", {}), ("/repos/org/model", {"if-none-match": etag})]
+    for url, headers in cases:
+        got, want = lean.get(url, headers=headers), route.get(url, headers=headers)
+        assert (got.status_code, got.headers.raw, got.content) == (want.status_code, want.headers.raw, want.content), url
+    assert lean.head(page).status_code == route.head(page).status_code
+
+
+def test_the_lean_history_path_answers_plain_pages_itself(store) -> None:  # type: ignore[no-untyped-def]
+    seed_history(store, n=3)
+    asked: list[str] = []
+
+    async def app(scope, receive, send):  # type: ignore[no-untyped-def]
+        asked.append(scope["path"])
+
+    lean = HistoryPageFastPath(app, store=store)
+    sent: list[dict] = []  # type: ignore[type-arg]
+
+    async def send(message):  # type: ignore[no-untyped-def]
+        sent.append(message)
+
+    def get(path: str, query: bytes = b"") -> None:
+        scope = {"type": "http", "method": "GET", "path": path, "root_path": "", "query_string": query, "headers": []}
+        asyncio.run(lean(scope, None, send))  # type: ignore[arg-type]
+
+    get("/api/v1/repos/org/model/revisions", b"limit=2")
+    assert asked == [] and sent[0]["status"] == 200 and len(json.loads(sent[1]["body"])["revisions"]) == 2
+    get("/repos/org/model", b"limit=2")
+    assert asked == [] and sent[2]["status"] == 200 and sent[3]["body"].count(b"<tr>") == 3  # a header and 2 rows
+    get("/api/v1/repos/org/none/revisions")
+    get("/api/v1/repos/org/model/revisions", b"limit=0")
+    get("/api/v1/repos/org/model")
+    get("/repos/org/none")
+    assert asked == ["/api/v1/repos/org/none/revisions", "/api/v1/repos/org/model/revisions", "/api/v1/repos/org/model",
+                     "/repos/org/none"]

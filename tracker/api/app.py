@@ -21,6 +21,7 @@ from storage.store import Store
 from tracker import __version__
 from tracker.api.dispatch import gate_included_routers
 from tracker.api.guard import RequestGuard
+from tracker.api.history_fast import HistoryPageFastPath
 from tracker.api.metrics import Metrics
 from tracker.api.openapi import install_openapi
 from tracker.api.renamed import RenamedRepos
@@ -71,6 +72,7 @@ def create_app(
     for include in _ROUTERS:
         include(app, store, settings)
     gate_included_routers(app)  # a router is asked only about paths its routes could match
+    app.add_middleware(HistoryPageFastPath, store=store)  # outermost: plain history pages before the stack
     install_openapi(app)
     _settle_gc()
     return app

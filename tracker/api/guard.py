@@ -29,6 +29,10 @@ _BODYLESS = {"GET", "HEAD", "OPTIONS"}
 _GUARDED = ("/api/v1/repos", "/api/v1/subscriptions")
 _CSP = ("default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data: https:; "
         "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+#: what every answer gets, and what a page (text/html) gets, in this order (unless it set them)
+NOSNIFF = (b"x-content-type-options", b"nosniff")
+PAGE_HEADERS = (NOSNIFF, (b"content-security-policy", _CSP.encode()), (b"x-frame-options", b"DENY"),
+                (b"referrer-policy", b"same-origin"))
 
 
 class RequestGuard:
@@ -103,10 +107,7 @@ def _with_security_headers(send: Send) -> Send:
             headers = list(message.get("headers", []))
             names = {k.lower() for k, _ in headers}
             ctype = next((v for k, v in headers if k.lower() == b"content-type"), b"")
-            extra = [(b"x-content-type-options", b"nosniff")]
-            if ctype.startswith(b"text/html"):
-                extra += [(b"content-security-policy", _CSP.encode()), (b"x-frame-options", b"DENY"),
-                          (b"referrer-policy", b"same-origin")]
+            extra = [*PAGE_HEADERS] if ctype.startswith(b"text/html") else [NOSNIFF]
             message["headers"] = headers + [(k, v) for k, v in extra if k not in names]
         await send(message)
 

@@ -9,7 +9,7 @@ pages and the paste-a-config form are in :mod:`tracker.api.pages_model`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -92,22 +92,44 @@ def _history_html(reader: HistoryReader, u: Urls, repo_id: str, before: int | No
                         first_url=u.repo(repo_id))
 
 
-def page_query(request: Request) -> tuple[int | None, int] | None:
-    """A repo page's ``(cursor, size)``, read here rather than by FastAPI's parameter machinery
-    (a third of a computed page's CPU with the path's, issue 17): a cursor that is not one is the first page;
-    None when ``limit`` is not a whole number from 1."""
-    query = request.query_params
+def page_query(query: Mapping[str, str]) -> tuple[int | None, int] | None:
+    """A repo page's ``(cursor, size)`` from its query, read here rather than by FastAPI's
+    parameter machinery (a third of a computed page's CPU with the path's, issue 17): a cursor
+    that is not one is the first page; None when ``limit`` is not a whole number from 1."""
     limit = query.get("limit", str(PAGE_SIZE)).strip()
     size = int(limit) if limit.isascii() and limit.isdigit() and len(limit) < 4000 else 0  # int()'s digit cap
     cursor = query.get("cursor")
     return (cursor_value(cursor[:20] if cursor else None), min(size, PAGE_MAX)) if size >= 1 else None
 
 
+def repo_page_html(store: Store, fragments: PageCache[Markup], repo_id: str, before: int | None, size: int,
+                   root: str) -> tuple[str | None, str | None]:
+    """A repo page as ``(HTML, None)``, ``(None, the id it moved to)`` for a former id, or
+    ``(None, None)`` when not tracked. The compare form and the history part are rendered once
+    per repo version (and cursor) and kept (issue 17); the rest (status, last poll) is read
+    for each request. One connection: the repo with its version, the page if not kept."""
+    u = Urls(root)
+    with store.history_reader() as reader:
+        repo, probe = reader.repo_and_probe(repo_id)
+        if probe.moved_to is not None or repo is None:
+            return None, probe.moved_to
+        key, version = ("history", repo.id, before, size, u.root), probe.version
+        history = fragments.get(key, version) if version is not None else None
+        if history is None:
+            history = _history_html(reader, u, repo.id, before, size)
+            if version is not None:
+                fragments.put(key, version, history, 2 * len(history) + 200)
+    return ENV.get_template("repo.html.j2").render(
+        root=root, repo=repo, last_error=public_error(repo.last_error_kind, repo.last_error),
+        last_poll=when(repo.last_poll_at) if repo.last_poll_at else None, feed_url=u.feed(repo.id),
+        badge_url=u.badge(repo.id), api_url=u.api_repo(repo.id) + "/revisions", model_url=u.model(repo.id),
+        history_html=history), None
+
+
 def pages_router(store: Store, settings: Settings) -> APIRouter:
     from tracker.api.pages_model import model_router
 
     router = APIRouter(include_in_schema=False)
-    router.include_router(model_router(store, settings))  # before /repos/{org}/{name}/{sha}
     picker: PageCache[tuple[RevisionChoice, ...]] = PageCache(16 * 1024 * 1024)
     fragments: PageCache[Markup] = PageCache(64 * 1024 * 1024)  # rendered HTML, weighed as str
 
@@ -140,36 +162,26 @@ def pages_router(store: Store, settings: Settings) -> APIRouter:
 
     @router.get("/repos/{org}/{name}", response_class=HTMLResponse, response_model=None)
     def repo_page(request: Request) -> HTMLResponse | RedirectResponse:
-        """The compare form and the history part are rendered once per repo version (and
-        cursor) and kept (issue 17); the rest (status, last poll) is read for each request.
-        One connection: the repo with its version (a former id: 307), the page if not kept.
-        The path and query are read here (:func:`page_query`)."""
+        """:func:`repo_page_html`; the path and query are read here (:func:`page_query`).
+        :mod:`tracker.api.history_fast` answers most requests before they get here."""
         org, name = request.path_params["org"], request.path_params["name"]
-        query = page_query(request)
+        query = page_query(request.query_params)
         if query is None:
             return error_page(request, 400, "A page size (limit) is a whole number from 1.")
-        (before, size), u = query, urls(request)
-        with store.history_reader() as reader:
-            repo, probe = reader.repo_and_probe(f"{org}/{name}")
-            if probe.moved_to is not None:
-                target = moved_path(route_path(request.scope), probe.moved_to)
-                return RedirectResponse(moved_location(request.scope, target), status_code=307)
-            if repo is None:
-                return error_page(request, 404, f"{org}/{name} is not tracked.")
-            history_html = kept_fragment(("history", repo.id, before, size, u.root), probe.version,
-                                         lambda: _history_html(reader, u, repo.id, before, size))
-        return render(request, "repo.html.j2", repo=repo, last_error=public_error(repo.last_error_kind, repo.last_error),
-                      last_poll=when(repo.last_poll_at) if repo.last_poll_at else None,
-                      feed_url=u.feed(repo.id), badge_url=u.badge(repo.id), api_url=u.api_repo(repo.id) + "/revisions",
-                      model_url=u.model(repo.id), history_html=history_html)
+        html, moved_to = repo_page_html(store, fragments, f"{org}/{name}", *query,
+                                        request.scope.get("root_path", "").rstrip("/"))
+        if moved_to is not None:
+            target = moved_path(route_path(request.scope), moved_to)
+            return RedirectResponse(moved_location(request.scope, target), status_code=307)
+        if html is None:
+            return error_page(request, 404, f"{org}/{name} is not tracked.")
+        return HTMLResponse(html)
 
-    def kept_fragment(key: tuple[Any, ...], version: Any, make: Callable[[], Markup]) -> Markup:
-        found = fragments.get(key, version) if version is not None else None
-        if found is None:
-            found = make()
-            if version is not None:
-                fragments.put(key, version, found, 2 * len(found) + 200)
-        return found
+    # after the two pages no model route's path can match, before those whose paths theirs
+    # also match (/repos/{org}/{name}/{sha}, .../compare/{spec}): the repo page, the most
+    # read, is matched without trying the model routes first (twice: FastAPI matches again
+    # to handle, issue 17)
+    router.include_router(model_router(store, settings))
 
     @router.get("/repos/{org}/{name}/compare", response_class=HTMLResponse, response_model=None)
     def compare_form(request: Request, org: str, name: str, base: str = Query("", max_length=64),
