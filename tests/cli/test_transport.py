@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from tracker.cli import transport
-from tracker.cli.bounded_httptools import BoundedHttpToolsProtocol
 from tracker.cli.serve_cmds import uvicorn_config
+from tracker.cli.timed_h11 import TimedH11Protocol
+from tracker.cli.timed_httptools import TimedHttpToolsProtocol
 
 
 @pytest.fixture(autouse=True)
@@ -32,7 +33,8 @@ def _without(monkeypatch: pytest.MonkeyPatch, *missing: str) -> None:
 
 def test_httptools_and_uvloop_are_chosen_explicitly(caplog: pytest.LogCaptureFixture) -> None:
     config = uvicorn_config(object())
-    assert config.http is BoundedHttpToolsProtocol and config.loop == "uvloop"
+    assert config.http.func is TimedHttpToolsProtocol and config.loop == "uvloop"
+    assert config.http.keywords == {"head_timeout": transport.HEAD_TIMEOUT_SECONDS}
     assert config.h11_max_incomplete_event_size == transport.MAX_HEAD_BYTES
     assert not [r for r in caplog.records if r.name == "hubwatch"]
 
@@ -42,7 +44,7 @@ def test_h11_and_asyncio_serve_where_those_cannot_import_said_once(monkeypatch: 
     _without(monkeypatch, "uvloop", "httptools")
     with caplog.at_level(logging.WARNING, logger="hubwatch"):
         configs = [uvicorn_config(object()) for _ in range(3)]
-    assert {(c.http, c.loop) for c in configs} == {("h11", "asyncio")}
+    assert {(c.http.func, c.loop) for c in configs} == {(TimedH11Protocol, "asyncio")}
     assert {c.h11_max_incomplete_event_size for c in configs} == {transport.MAX_HEAD_BYTES}
     said = [r.getMessage() for r in caplog.records if r.name == "hubwatch"]
     assert len(said) == 1 and "h11+asyncio" in said[0] and "httptools and uvloop could not be imported" in said[0]
@@ -54,7 +56,8 @@ def test_each_is_replaced_alone(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_stack_can_be_forced_and_must_exist() -> None:
-    config = uvicorn_config(object(), stack=transport.PURE, lifespan="off")
-    assert (config.http, config.loop, config.lifespan) == ("h11", "asyncio", "off")
+    config = uvicorn_config(object(), stack=transport.PURE, lifespan="off", head_timeout=0.5)
+    assert (config.http.func, config.loop, config.lifespan) == (TimedH11Protocol, "asyncio", "off")
+    assert config.http.keywords == {"head_timeout": 0.5}
     with pytest.raises(ValueError, match="no such stack"):
         transport.Stack("httptools", "trio")

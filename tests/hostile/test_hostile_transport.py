@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +31,7 @@ RSS_SLACK = 50 * MB
 #: bounded httptools protocol's 414 (URL) or 431 (headers).
 TOO_LONG_URL = {"h11": 400, "httptools": 414}
 TOO_MANY_HEADERS = {"h11": 400, "httptools": 431}
+STACKS = ["h11+asyncio", "httptools+uvloop"]
 
 
 @dataclass
@@ -50,12 +52,12 @@ class Server:
         return status_of(exchange(self.port, f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode()))
 
 
-@pytest.fixture(scope="module", params=["h11+asyncio", "httptools+uvloop"])
-def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    http, loop = request.param.split("+")
-    db = f"sqlite:///{tmp_path_factory.mktemp('transport') / 'hw.db'}"
-    process = subprocess.Popen([sys.executable, "-m", "tests.hostile.transport_server", db, http, loop],
-                               cwd=ROOT, stdout=subprocess.PIPE)
+@contextmanager
+def serving(stack: str, db_dir: Path, *extra: str) -> Iterator[Server]:
+    """``tests.hostile.transport_server`` on ``stack`` ("h11+asyncio"), until the block ends."""
+    http, loop = stack.split("+")
+    process = subprocess.Popen([sys.executable, "-m", "tests.hostile.transport_server",
+                                f"sqlite:///{db_dir / 'hw.db'}", http, loop, *extra], cwd=ROOT, stdout=subprocess.PIPE)
     try:
         assert process.stdout is not None
         port = int(process.stdout.readline())
@@ -68,6 +70,12 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     finally:
         process.terminate()
         process.wait(30)
+
+
+@pytest.fixture(scope="module", params=STACKS)
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with serving(request.param, tmp_path_factory.mktemp("transport")) as srv:
+        yield srv
 
 
 @pytest.fixture

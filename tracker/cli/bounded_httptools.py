@@ -17,8 +17,10 @@ from typing import Any
 
 from h11._connection import DEFAULT_MAX_INCOMPLETE_EVENT_SIZE  # as uvicorn imports it
 from uvicorn.config import Config
-from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
+
+from tracker.cli.head_deadline import plain_answer
 
 
 class _HeadTooLarge(Exception):
@@ -80,9 +82,5 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def _refuse(self, status: int, message: str) -> None:
         """``status`` and close; only close while an earlier pipelined answer is being written."""
         if self.cycle is None or self.cycle.response_complete:
-            head = [STATUS_LINE[status]]
-            head += [name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers]
-            head += [b"content-type: text/plain; charset=utf-8\r\n",
-                     b"content-length: %d\r\n" % len(message), b"connection: close\r\n\r\n"]
-            self.transport.write(b"".join(head) + message.encode("ascii"))
+            self.transport.write(plain_answer(status, message, self.server_state.default_headers))
         self.transport.close()

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tracker.cli.context import Context
-from tracker.cli.transport import Stack, preferred, uvicorn_options
+from tracker.cli.transport import HEAD_TIMEOUT_SECONDS, Stack, preferred, uvicorn_options
 from tracker.errors import HubwatchError
 
 log = logging.getLogger("hubwatch")
@@ -56,17 +56,19 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def uvicorn_config(app: Any, *, stack: Stack | None = None, **extra: Any) -> Any:
+def uvicorn_config(app: Any, *, stack: Stack | None = None, head_timeout: float = HEAD_TIMEOUT_SECONDS,
+                   **extra: Any) -> Any:
     """How ``serve`` and ``run`` configure uvicorn (benchmarks/api.py serves its ceiling so too).
 
     httptools and uvloop unless ``stack`` says otherwise (``tracker.cli.transport``: h11 and
-    asyncio where they cannot be imported), one limit on a request's head for either parser.
+    asyncio where they cannot be imported), one limit on a request's head for either parser,
+    and ``head_timeout`` seconds to send it (408 and closed past that).
     Its access log is off: at the warning level the long-running commands log at, its line
     was never written, yet each answer still built the line's arguments.
     """
     import uvicorn
 
-    options = uvicorn_options(stack or preferred()) | extra
+    options = uvicorn_options(stack or preferred(), head_timeout) | extra
     return uvicorn.Config(app, log_level="warning", access_log=False, **options)
 
 
@@ -86,14 +88,16 @@ def serve(ctx: Context) -> int:
 
 
 def serve_app(app: Any, sock: socket.socket, workers: int = 1, *,
-              after_fork: Callable[[], None] = lambda: None, stack: Stack | None = None) -> int:
+              after_fork: Callable[[], None] = lambda: None, stack: Stack | None = None,
+              head_timeout: float = HEAD_TIMEOUT_SECONDS) -> int:
     """``app`` on uvicorn on the bound ``sock``: in this process, or in ``workers`` forked ones
-    (``stack``: the parser and loop, when not the preferred ones)."""
+    (``stack``: the parser and loop, when not the preferred ones; ``head_timeout``: seconds
+    a client has to send a request's head)."""
     import uvicorn
 
     from tracker.cli.workers import run_workers
 
-    config = uvicorn_config(app, stack=stack)
+    config = uvicorn_config(app, stack=stack, head_timeout=head_timeout)
     config.load()  # before the fork: uvicorn's protocol modules imported once, shared by the workers
 
     if workers == 1:

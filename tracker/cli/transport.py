@@ -8,7 +8,9 @@ served slower in silence; there (uvloop has no Windows build) h11 and asyncio se
 
 The limit on a request's head is one uvicorn option for both parsers:
 ``h11_max_incomplete_event_size``, which h11 applies itself and
-:class:`tracker.cli.bounded_httptools.BoundedHttpToolsProtocol` applies to httptools.
+:class:`tracker.cli.bounded_httptools.BoundedHttpToolsProtocol` applies to httptools. The
+time a client has to send it (:data:`HEAD_TIMEOUT_SECONDS`, :mod:`tracker.cli.head_deadline`)
+is kept by a subclass of either protocol, given to uvicorn as its ``http`` class.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import importlib.util
 import logging
 from dataclasses import dataclass
 from typing import Any
+
+from tracker.cli.head_deadline import HEAD_TIMEOUT_SECONDS
 
 log = logging.getLogger("hubwatch")
 
@@ -62,11 +66,12 @@ def preferred() -> Stack:
     return stack
 
 
-def uvicorn_options(stack: Stack) -> dict[str, Any]:
-    """``uvicorn.Config`` keyword arguments that serve with ``stack`` under the same head limit."""
-    http: Any = "h11"
+def uvicorn_options(stack: Stack, head_timeout: float = HEAD_TIMEOUT_SECONDS) -> dict[str, Any]:
+    """``uvicorn.Config`` keyword arguments that serve with ``stack`` under the same head limit,
+    and close a connection whose head is not whole in ``head_timeout`` seconds."""
     if stack.http == "httptools":
-        from tracker.cli.bounded_httptools import BoundedHttpToolsProtocol
-
-        http = BoundedHttpToolsProtocol
-    return {"http": http, "loop": stack.loop, "h11_max_incomplete_event_size": MAX_HEAD_BYTES}
+        from tracker.cli.timed_httptools import TimedHttpToolsProtocol as protocol
+    else:
+        from tracker.cli.timed_h11 import TimedH11Protocol as protocol  # type: ignore[assignment]
+    return {"http": functools.partial(protocol, head_timeout=head_timeout), "loop": stack.loop,
+            "h11_max_incomplete_event_size": MAX_HEAD_BYTES}
