@@ -437,7 +437,8 @@ class KeptQueries:
     the event loop (SQLite; on PostgreSQL the label statement is a round trip the loop must
     not wait on)."""
 
-    CONNECTIONS = 8  # at most, made on demand and kept; all busy: the reader answers
+    CONNECTIONS = 8  # at most, made on demand and kept; all busy past WAIT_SECONDS: the reader answers
+    WAIT_SECONDS = 0.05
 
     def __init__(self, store: Any) -> None:
         self.store = store
@@ -445,6 +446,7 @@ class KeptQueries:
         self._warming: threading.Thread | None = None
         self._warm_state: dict[str, Any] = {"state": "cold"}
         self._lock = threading.Lock()
+        self._returned = threading.Condition(self._lock)  # a connection came back (or one may be made)
         self._idle: list[_Raw] = []
         self._made = 0  # connections open, idle or in use
 
@@ -458,7 +460,13 @@ class KeptQueries:
         return self._use(lambda c: self.store.commit_answers.batch_json(c, shas))  # type: ignore[no-any-return]
 
     def _use(self, work: Any) -> Any:
-        with self._lock:
+        with self._returned:
+            # all in use (PostgreSQL: 16 queries in worker threads, 8 connections): wait for
+            # one briefly (a label probe is a fraction of a millisecond) rather than send the
+            # query to the reader's path (a pooled connection, its pre-ping round trip, the
+            # answer built again); never on the event loop (``inline``)
+            if not self._idle and self._made >= self.CONNECTIONS and not self.inline:
+                self._returned.wait_for(lambda: bool(self._idle) or self._made < self.CONNECTIONS, self.WAIT_SECONDS)
             if self._idle:
                 conn = self._idle.pop()
             elif self._made < self.CONNECTIONS:
@@ -473,12 +481,15 @@ class KeptQueries:
             result = None
         except Exception as exc:  # a connection gone bad (a restarted server): the reader answers
             log.info("kept commit answers: %s: %s", type(exc).__name__, exc)
-            with self._lock:
+            with self._returned:
                 self._made -= 1
+                self._returned.notify()  # a waiter may make one anew
             if conn is not None:
                 conn.close()
             return None
-        self._idle.append(conn)
+        with self._returned:
+            self._idle.append(conn)
+            self._returned.notify()
         return result
 
     def warm_soon(self, then: Callable[[], None] | None = None) -> None:

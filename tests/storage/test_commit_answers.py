@@ -375,3 +375,41 @@ def test_a_sparse_chain_keeps_no_position_index() -> None:
     built = build_chain([("A", 10**7, 10**7 + 5, '{"id":"A"}')])
     assert built is not None and len(built.index) == 0
     assert [built.segment_of(p) for p in (0, 10**7, 10**7 + 4, 10**7 + 5)] == [-1, 0, 0, 1]
+
+
+def test_kept_queries_wait_briefly_for_a_busy_connection(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Off the event loop, a query that finds every kept connection in use waits for one to
+    come back (then answers from memory) instead of going to the reader's path; it gives
+    up after WAIT_SECONDS."""
+    import threading
+
+    from storage.commit_answers import KeptQueries
+
+    repo = "org/busy"
+    store.add_repo(repo, source=repo, source_kind="hub")
+    shas = [f"{i:040x}" for i in range(1, 3)]
+    for i, sha in enumerate(shas):
+        _store(store, repo, sha, (shas[i - 1],) if i else (), _record("x_T-B", [{"introduced": sha}]) if not i else None)
+    queries = KeptQueries(store)
+    queries.warm_soon()
+    assert queries._warming is not None
+    queries._warming.join(30)
+    monkeypatch.setattr(KeptQueries, "CONNECTIONS", 1)
+    queries.inline = False  # as on PostgreSQL: called in worker threads
+    assert queries.kept(shas, brief=True) is not None  # its one connection, made and kept
+    holding, release = threading.Event(), threading.Event()
+
+    def hold(conn: Any) -> None:
+        holding.set()
+        release.wait(10)
+
+    holder = threading.Thread(target=queries._use, args=(hold,))
+    holder.start()
+    assert holding.wait(10)
+    monkeypatch.setattr(KeptQueries, "WAIT_SECONDS", 0.05)
+    assert queries.kept(shas, brief=True) is None  # still in use past the wait: the reader answers
+    monkeypatch.setattr(KeptQueries, "WAIT_SECONDS", 10.0)
+    threading.Timer(0.2, release.set).start()
+    got = queries.kept(shas, brief=True)
+    holder.join(10)
+    assert got is not None and [len(got[s]) for s in shas] == [1, 1]
