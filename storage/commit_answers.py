@@ -28,6 +28,7 @@ to a worker thread only on a miss.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
@@ -39,6 +40,7 @@ from typing import Any
 
 from storage import commit_rows
 from storage.commit_index import OPEN
+from storage.commit_labels import IN_TWO, LABEL_BYTES, LabelMap, read_label_map, read_stamp
 from storage.engine import param_mark
 from storage.versioned_lru import VersionedLru
 
@@ -160,12 +162,17 @@ class CommitAnswers:
     contract, answered from them."""
 
     def __init__(self, cache_bytes: int = CACHE_BYTES, record_bytes: int = RECORD_CACHE_BYTES,
-                 max_chain_bytes: int = MAX_CHAIN_BYTES):
+                 max_chain_bytes: int = MAX_CHAIN_BYTES, label_bytes: int = LABEL_BYTES):
         # (repo, chain) -> its answers, or _TOO_BIG; (advisory id, repo) -> (record text or
         # None once withdrawn,); both at the repo's index version
         self.chains: VersionedLru[ChainAnswers | str] = VersionedLru(cache_bytes)
         self.records: VersionedLru[tuple[str | None]] = VersionedLru(record_bytes)
         self.max_chain_bytes = min(max_chain_bytes, cache_bytes)
+        # every commit's label at one stamp (storage.commit_labels), read by the warm-up or
+        # :meth:`refresh_labels`; None: not read, too big, or dropped at a batch that saw a write
+        self.labels: LabelMap | None = None
+        self.label_bytes = label_bytes
+        self.labels_dropped = False  # a map was dropped since the last read: worth reading again
         # chains being read, and the event set once kept: concurrent misses of one chain (16
         # cold batches each want every chain) wait for the one read instead of each reading it
         self._building: dict[tuple[str, int], threading.Event] = {}
@@ -235,9 +242,27 @@ class CommitAnswers:
         (or too big), or a commit is stored in more than one repo: :meth:`answer` merges."""
         cursor = conn.connection.cursor()
         try:
-            rows = _labels(cursor, param_mark(conn), list(set(shas)))
+            wires = self._wires_from_map(cursor, shas)
+            if wires is None:
+                wires = self._wires(_labels(cursor, param_mark(conn), list(set(shas))))
         finally:
             cursor.close()
+        pieces = [b'{"results":[']
+        append, extend, found = pieces.append, pieces.extend, wires.get
+        for sha in shas:
+            w = found(sha)
+            if w:
+                append(b'{"vulns":[')
+                extend(w)
+            else:
+                append(b"{},")
+        if shas:
+            pieces[-1] = pieces[-1][:-1]
+        append(b"]}")
+        return b"".join(pieces)
+
+    def _wires(self, rows: Iterable[tuple[str, str, int, int, int | None]]) -> dict[str, tuple[bytes, ...] | None]:
+        """Each labelled commit's wire pieces (None: it holds nothing), from the label rows."""
         get = self.chains.get
         chains: dict[tuple[str, int], ChainAnswers] = {}
         wires: dict[str, tuple[bytes, ...] | None] = {}
@@ -254,19 +279,50 @@ class CommitAnswers:
             index = c.index
             i = index[pos] if 0 <= pos < len(index) else bisect_right(c.starts, pos) - 1  # c.segment_of, inline
             wires[sha] = c.wire[i] if i >= 0 else None
-        pieces = [b'{"results":[']
-        append, extend, found = pieces.append, pieces.extend, wires.get
+        return wires
+
+    def _wires_from_map(self, cursor: Any, shas: Sequence[str]) -> dict[str, tuple[bytes, ...] | None] | None:
+        """:meth:`_wires` from :attr:`labels` (a commit it lacks is not stored), after one
+        read of the stamp; None: no map, or a write since it was read (the map is dropped)."""
+        labels = self.labels
+        if labels is None:
+            return None
+        if read_stamp(cursor) != labels.stamp:
+            if self.labels is labels:
+                self.labels, self.labels_dropped = None, True
+            return None
+        get = self.chains.get
+        found, keys, versions, unpack = labels.shas.get, labels.keys, labels.versions, labels.unpack
+        chains: dict[int, ChainAnswers] = {}
+        wires: dict[str, tuple[bytes, ...] | None] = {}
         for sha in shas:
-            w = found(sha)
-            if w:
-                append(b'{"vulns":[')
-                extend(w)
-            else:
-                append(b"{},")
-        if shas:
-            pieces[-1] = pieces[-1][:-1]
-        append(b"]}")
-        return b"".join(pieces)
+            value = found(sha)
+            if value is None:
+                continue
+            if value == IN_TWO:
+                raise NotKept(sha)
+            k, pos = unpack(value)
+            c = chains.get(k)
+            if c is None:
+                hit = get(keys[k], versions[k])
+                if not isinstance(hit, ChainAnswers):
+                    raise NotKept(keys[k])
+                c = chains[k] = hit
+            index = c.index
+            i = index[pos] if 0 <= pos < len(index) else bisect_right(c.starts, pos) - 1  # c.segment_of, inline
+            wires[sha] = c.wire[i] if i >= 0 else None
+        return wires
+
+    def refresh_labels(self, conn: Any, breathe: Callable[[], None] | None = None) -> bool:
+        """Read :attr:`labels` (every commit's label) anew; False: too big, or a write came
+        between (none kept)."""
+        self.labels_dropped = False
+        cursor = conn.connection.cursor()
+        try:
+            self.labels = read_label_map(cursor, self.label_bytes, breathe)
+        finally:
+            cursor.close()
+        return self.labels is not None
 
     def _chain(self, cursor: Any, mark: str, repo: str, chain: int, version: int,
                kept_only: bool = False) -> ChainAnswers | None:
@@ -399,6 +455,8 @@ class CommitAnswers:
                         kept_records += 1
         finally:
             cursor.close()
+        if go_on():
+            self.refresh_labels(conn, breathe)
         return kept_chains, kept_records
 
 
@@ -439,6 +497,7 @@ class KeptQueries:
 
     CONNECTIONS = 8  # at most, made on demand and kept; all busy past WAIT_SECONDS: the reader answers
     WAIT_SECONDS = 0.05
+    LABEL_REFRESH_SECONDS = 5.0
 
     def __init__(self, store: Any) -> None:
         self.store = store
@@ -449,6 +508,8 @@ class KeptQueries:
         self._returned = threading.Condition(self._lock)  # a connection came back (or one may be made)
         self._idle: list[_Raw] = []
         self._made = 0  # connections open, idle or in use
+        self._refreshing = False  # the label map is being read again
+        self._refreshed_at = -math.inf
 
     def kept(self, shas: Sequence[str], *, brief: bool) -> dict[str, Sequence[str]] | None:
         """The answer from what is kept (one label statement); None: ask the reader."""
@@ -456,8 +517,33 @@ class KeptQueries:
 
     def batch_json(self, shas: Sequence[str]) -> bytes | None:
         """:meth:`CommitAnswers.batch_json` (on the event loop only where :attr:`inline`);
-        None: not kept."""
-        return self._use(lambda c: self.store.commit_answers.batch_json(c, shas))  # type: ignore[no-any-return]
+        None: not kept. A label map dropped at a write is read again soon, in the background."""
+        text = self._use(lambda c: self.store.commit_answers.batch_json(c, shas))
+        if self.store.commit_answers.labels_dropped:
+            self._refresh_labels_soon()
+        return text  # type: ignore[no-any-return]
+
+    def _refresh_labels_soon(self) -> None:
+        """Read the label map again in a daemon thread: one at a time, at most one start per
+        ``LABEL_REFRESH_SECONDS`` (writes keep coming: each read is ~0.1 s per 100,000 commits)."""
+        with self._lock:
+            now = time.monotonic()
+            if self._refreshing or now < self._refreshed_at + self.LABEL_REFRESH_SECONDS:
+                return
+            self._refreshing, self._refreshed_at = True, now
+        threading.Thread(target=self._refresh_labels, name="hubwatch-commit-labels", daemon=True).start()
+
+    def _refresh_labels(self) -> None:
+        try:
+            with self.store.engine.connect() as conn:
+                if conn.dialect.name == "postgresql":
+                    conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+                self.store.commit_answers.refresh_labels(conn, lambda: time.sleep(WARM_PAUSE))
+        except Exception as exc:  # the store closed under it: batches read labels by SQL
+            log.info("commit labels not read again: %s: %s", type(exc).__name__, exc)
+        finally:
+            with self._lock:
+                self._refreshing = False
 
     def _use(self, work: Any) -> Any:
         with self._returned:

@@ -54,9 +54,11 @@ def _store(store: Any, repo: str, sha: str, parents: tuple[str, ...], advisory: 
     ))
 
 
-def _agree(store: Any, shas: list[str], sizes: tuple[int, int, int] | None = None) -> int:
+def _agree(store: Any, shas: list[str], sizes: tuple[int, ...] | None = None,
+           earlier: CommitAnswers | None = None) -> int:
     """The kept answers equal the SQL path's, full and brief, and so do a warmed-up
-    ``CommitAnswers(*sizes)``'s from memory alone; returns how many were held."""
+    ``CommitAnswers(*sizes)``'s from memory alone, and ``earlier``'s batch (warmed before
+    some writes: its label map, if any, read before them); returns how many were held."""
     held = 0
     for brief in (True, False):
         kept = store.advisories_affecting_json(shas, brief=brief)
@@ -68,6 +70,7 @@ def _agree(store: Any, shas: list[str], sizes: tuple[int, int, int] | None = Non
         warmed = CommitAnswers(*sizes) if sizes else CommitAnswers()
         with store.engine.connect() as conn:
             warmed.warm(conn, pause=0)
+            assert warmed.labels is not None or sizes, "a warm-up with room for every label kept none"
             try:
                 from_memory = warmed.answer(conn, shas, brief=brief, kept_only=True)
             except NotKept:
@@ -86,6 +89,14 @@ def _agree(store: Any, shas: list[str], sizes: tuple[int, int, int] | None = Non
                 else:
                     assert text == commit_batch_json(_Answers(want), order, math.inf)
                     assert len(json.loads(text)["results"]) == len(order)
+                if earlier is not None:  # chains read again where stale, then a batch
+                    earlier.answer(conn, shas, brief=True)
+                    try:
+                        text = earlier.batch_json(conn, order)
+                    except NotKept:
+                        pass
+                    else:
+                        assert text == commit_batch_json(_Answers(want), order, math.inf)
     return held
 
 
@@ -108,7 +119,7 @@ _step = st.tuples(
 )
 
 
-@pytest.mark.parametrize("sizes", [None, (4_000, 2_000, 600)], ids=["default", "evicting"])
+@pytest.mark.parametrize("sizes", [None, (4_000, 2_000, 600, 2_500)], ids=["default", "evicting"])
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(_step, min_size=4, max_size=22))
 def test_kept_answers_equal_the_sql_path_after_every_write(store: Any, sizes: Any, steps: list[Any]) -> None:
@@ -121,6 +132,11 @@ def test_kept_answers_equal_the_sql_path_after_every_write(store: Any, sizes: An
     commits: list[str] = []
     tips: dict[str, str] = {}
     records: dict[str, tuple[str, dict[str, Any]]] = {}  # id -> (repo, record)
+    # warmed once, its label map read again only after every third write: batches between
+    # must see that it is stale (a new commit is not in it, a label may have moved)
+    earlier = CommitAnswers(*sizes) if sizes else CommitAnswers()
+    with store.engine.connect() as conn:
+        earlier.warm(conn, pause=0)
     for n, (kind, a, b, flag) in enumerate(steps):
         sha = f"{run:08x}{n:032x}"
         if kind in ("commit", "merge", "branch", "intro0") or not records:
@@ -163,7 +179,10 @@ def test_kept_answers_equal_the_sql_path_after_every_write(store: Any, sizes: An
                 commits.append(sha)
             else:
                 store.update_advisories([(rec, kind)])
-        _agree(store, [*commits, "f" * 40], sizes)
+        _agree(store, [*commits, "f" * 40], sizes, earlier)
+        if n % 3 == 2:
+            with store.engine.connect() as conn:
+                earlier.refresh_labels(conn)
 
 
 def test_a_write_in_another_process_is_seen_by_the_next_query(db_url: str) -> None:
@@ -265,13 +284,20 @@ def test_a_rename_and_a_new_repo_under_the_old_id_are_answered_afresh(store: Any
     for i, sha in enumerate(shas):
         _store(store, old, sha, (shas[i - 1],) if i else (), _record("x_T-R", [{"introduced": shas[0]}]) if not i else None)
     assert [len(t) for t in store.advisories_affecting_json(shas, brief=True).values()] == [1, 1, 1]
+    earlier = CommitAnswers()  # its label map read under the old id
+    with store.engine.connect() as conn:
+        earlier.warm(conn, pause=0)
+    assert earlier.labels is not None
     rename_repo(store, old, new, now=WHEN, edit_record=lambda r: r, event=None)
-    assert _agree(store, shas) == 6  # three commits, brief and full, under the new id
+    assert _agree(store, shas, earlier=earlier) == 6  # three commits, brief and full, under the new id
+    assert earlier.labels is None and earlier.labels_dropped
+    with store.engine.connect() as conn:
+        assert earlier.refresh_labels(conn)
     store.add_repo(old, source=old, source_kind="hub")
     again = [f"{i:040x}" for i in range(11, 14)]
     for i, sha in enumerate(again):
         _store(store, old, sha, (again[i - 1],) if i else ())
-    assert _agree(store, [*again, *shas]) == 6
+    assert _agree(store, [*again, *shas], earlier=earlier) == 6
     assert all(not t for t in store.advisories_affecting_json(again, brief=True).values())
 
 
@@ -413,3 +439,60 @@ def test_kept_queries_wait_briefly_for_a_busy_connection(store: Any, monkeypatch
     got = queries.kept(shas, brief=True)
     holder.join(10)
     assert got is not None and [len(got[s]) for s in shas] == [1, 1]
+
+
+def test_a_kept_batch_reads_its_labels_from_memory_until_a_write(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the warm-up a batch reads one stamp row, not its commits' labels; a revision
+    written since (the label map lacks it) makes the next batch read labels by SQL and
+    answer it, and the map read again answers as the SQL path."""
+    import storage.commit_answers as module
+
+    repo = "org/labels"
+    store.add_repo(repo, source=repo, source_kind="hub")
+    shas = [f"{i:040x}" for i in range(21, 25)]
+    for i, sha in enumerate(shas):
+        _store(store, repo, sha, (shas[i - 1],) if i else (), _record("x_T-L1", [{"introduced": sha}]) if i == 1 else None)
+    unknown = "e" * 40
+    answers = CommitAnswers()
+    with store.engine.connect() as conn:
+        answers.warm(conn, pause=0)
+    assert answers.labels is not None and len(answers.labels.shas) >= len(shas)
+    order = [*shas, unknown]
+
+    def want() -> bytes | None:
+        return commit_batch_json(_Answers(store.advisories_affecting_json(order, brief=True)), order, math.inf)
+
+    def from_memory() -> bytes:
+        def no_sql(*args: Any) -> Any:
+            raise AssertionError("labels read by SQL")
+
+        with monkeypatch.context() as patch, store.engine.connect() as conn:
+            patch.setattr(module, "_labels", no_sql)
+            return answers.batch_json(conn, order)
+
+    assert from_memory() == want()
+    newest = "d" * 40
+    _store(store, repo, newest, (shas[-1],), _record("x_T-L2", [{"introduced": newest}]))
+    order.append(newest)
+    with store.engine.connect() as conn:
+        answers.answer(conn, order, brief=True)  # the chain read again at its new version
+        text = answers.batch_json(conn, order)
+    assert text == want()
+    assert [v["id"] for v in json.loads(text)["results"][-1]["vulns"]] == ["x_T-L1", "x_T-L2"]
+    assert answers.labels is None and answers.labels_dropped
+    with store.engine.connect() as conn:
+        assert answers.refresh_labels(conn)
+    assert from_memory() == want()
+
+
+def test_a_label_map_over_its_bytes_is_not_kept(store: Any) -> None:
+    repo = "org/labels-big"
+    store.add_repo(repo, source=repo, source_kind="hub")
+    shas = [f"{i:040x}" for i in range(31, 41)]
+    for i, sha in enumerate(shas):
+        _store(store, repo, sha, (shas[i - 1],) if i else ())
+    answers = CommitAnswers(label_bytes=1_000)
+    with store.engine.connect() as conn:
+        answers.warm(conn, pause=0)
+        assert answers.labels is None
+        assert json.loads(answers.batch_json(conn, shas))["results"] == [{}] * len(shas)
