@@ -40,7 +40,14 @@ from typing import Any
 
 from storage import commit_rows
 from storage.commit_index import OPEN
-from storage.commit_labels import IN_TWO, LABEL_BYTES, LabelMap, read_label_map, read_stamp
+from storage.commit_labels import (
+    IN_TWO,
+    LABEL_BYTES,
+    LabelMap,
+    LabelsMoved,
+    read_label_map,
+    read_stamp,
+)
 from storage.engine import param_mark
 from storage.versioned_lru import VersionedLru
 
@@ -315,11 +322,13 @@ class CommitAnswers:
 
     def refresh_labels(self, conn: Any, breathe: Callable[[], None] | None = None) -> bool:
         """Read :attr:`labels` (every commit's label) anew; False: too big, or a write came
-        between (none kept)."""
+        between (none kept; then :attr:`labels_dropped` asks for another read)."""
         self.labels_dropped = False
         cursor = conn.connection.cursor()
         try:
             self.labels = read_label_map(cursor, self.label_bytes, breathe)
+        except LabelsMoved:
+            self.labels, self.labels_dropped = None, True
         finally:
             cursor.close()
         return self.labels is not None

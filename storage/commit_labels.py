@@ -31,6 +31,10 @@ _FETCH = 4096  # rows read between two moments given way
 _ENTRY_BYTES = 32 + 40  # the packed int, its dict slot (beside the sha's own size)
 
 
+class LabelsMoved(Exception):
+    """A write came between the stamps read before and after the labels: read them again."""
+
+
 @dataclass(slots=True)
 class LabelMap:
     """``sha -> key index << 32 | pos`` (or :data:`IN_TWO`) of every labelled revision,
@@ -55,9 +59,9 @@ def read_stamp(cursor: Any) -> tuple[Any, ...]:
 
 def read_label_map(cursor: Any, max_bytes: int = LABEL_BYTES,
                    breathe: Callable[[], None] | None = None) -> LabelMap | None:
-    """Every labelled revision's label; None: over ``max_bytes``, a position past 32 bits,
-    or a write between the stamps read before and after (the labels would be of no one
-    moment)."""
+    """Every labelled revision's label; None: over ``max_bytes`` or a position past 32 bits.
+    :class:`LabelsMoved`: a write between the stamps read before and after (the labels
+    would be of no one moment)."""
     stamp = read_stamp(cursor)
     cursor.execute("SELECT count(*) FROM revisions WHERE chain IS NOT NULL")
     if cursor.fetchone()[0] * (sys.getsizeof("0" * 40) + _ENTRY_BYTES) > max_bytes:
@@ -88,6 +92,6 @@ def read_label_map(cursor: Any, max_bytes: int = LABEL_BYTES,
         if breathe is not None:
             breathe()
     if read_stamp(cursor) != stamp:
-        return None
+        raise LabelsMoved(stamp)
     keys = list(index)
     return LabelMap(stamp, shas, keys, [repo_versions.get(repo, 0) for repo, _ in keys], size)

@@ -496,3 +496,17 @@ def test_a_label_map_over_its_bytes_is_not_kept(store: Any) -> None:
         answers.warm(conn, pause=0)
         assert answers.labels is None
         assert json.loads(answers.batch_json(conn, shas))["results"] == [{}] * len(shas)
+
+
+def test_labels_moved_while_read_are_read_again_later(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write between the stamps before and after the read: no map, and one asked for again."""
+    import storage.commit_labels as labels_module
+
+    store.add_repo("org/moving", source="org/moving", source_kind="hub")
+    _store(store, "org/moving", "c" * 40, ())
+    stamps = itertools.count()
+    monkeypatch.setattr(labels_module, "read_stamp", lambda cursor: (next(stamps),))
+    answers = CommitAnswers()
+    with store.engine.connect() as conn:
+        assert not answers.refresh_labels(conn)
+    assert answers.labels is None and answers.labels_dropped
