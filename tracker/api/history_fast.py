@@ -17,8 +17,6 @@ Imports: stdlib, starlette, fastapi, markupsafe, storage.store, tracker.api.{gua
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
 
 from fastapi import HTTPException
 from markupsafe import Markup
@@ -27,15 +25,9 @@ from starlette.datastructures import QueryParams
 
 from storage.store import Store
 from tracker.api import pages, rest
-from tracker.api.guard import NOSNIFF, PAGE_HEADERS
+from tracker.api.guard import NOSNIFF, PAGE_HEADERS, App, Receive, Scope, Send
 from tracker.api.page_cache import Kept, PageCache
 from tracker.api.renamed import route_path
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 #: the routes' paths as Starlette compiles ``/api/v1/repos/{org}/{name}/revisions`` and ``/repos/{org}/{name}``
 REVISIONS = re.compile(r"^/api/v1/repos/(?P<org>[^/]+)/(?P<name>[^/]+)/revisions$")

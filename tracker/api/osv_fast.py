@@ -9,25 +9,18 @@ another route, a body that is not small, an answer not kept) goes to the app unc
 body replayed, so validation, errors (400 code 3, 413) and the OpenAPI document stay the
 route's own.
 
-Imports: stdlib, starlette, tracker.api.{osv_routes,renamed}.
+Imports: stdlib, starlette, tracker.api.{guard,osv_routes,renamed}.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
+from tracker.api.guard import NOSNIFF, App, Message, Receive, Scope, Send
 from tracker.api.osv_routes import KeptCommits, plain_commits, vulns_json
 from tracker.api.renamed import route_path
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 SMALL_BODY = 4096  # a commit query is ~60 bytes; larger bodies are the route's to read
 
@@ -58,7 +51,7 @@ class CommitQueryFastPath:
         answer = vulns_json(held[commit]).encode()
         await send({"type": "http.response.start", "status": 200, "headers": [
             (b"content-length", str(len(answer)).encode()), (b"content-type", b"application/json"),
-            (b"x-content-type-options", b"nosniff"),  # what tracker.api.guard adds to every answer
+            NOSNIFF,  # what tracker.api.guard adds to every answer
         ]})
         await send({"type": "http.response.body", "body": answer})
 
