@@ -299,16 +299,15 @@ class CommitAnswers:
                 self.labels, self.labels_dropped = None, True
             return None
         get = self.chains.get
-        found, keys, versions, unpack = labels.shas.get, labels.keys, labels.versions, labels.unpack
+        keys, versions = labels.keys, labels.versions
         chains: dict[int, ChainAnswers] = {}
         wires: dict[str, tuple[bytes, ...] | None] = {}
-        for sha in shas:
-            value = found(sha)
-            if value is None:
+        for sha, label in zip(shas, labels.find_all(shas), strict=True):
+            if label is None:
                 continue
-            if value == IN_TWO:
+            k, pos = label
+            if k == IN_TWO:
                 raise NotKept(sha)
-            k, pos = unpack(value)
             c = chains.get(k)
             if c is None:
                 hit = get(keys[k], versions[k])
@@ -326,7 +325,7 @@ class CommitAnswers:
         self.labels_dropped = False
         cursor = conn.connection.cursor()
         try:
-            self.labels = read_label_map(cursor, self.label_bytes, breathe)
+            self.labels = read_label_map(cursor, param_mark(conn), self.label_bytes, breathe)
         except LabelsMoved:
             self.labels, self.labels_dropped = None, True
         finally:
