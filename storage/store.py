@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -595,10 +595,15 @@ class Store:
         with self.session() as s:
             return commit_rows.held_commits(s, advisory_id, limit=limit)
 
-    def restore_candidates(self, repo_id: str, touched: Iterable[str]) -> dict[str, dict[str, str | None]]:
-        """Open advisories naming a path in ``touched``: ``id -> {path: content at its parent}``."""
+    def restore_candidates(self, repo_id: str, touched: Iterable[str],
+                           head: Mapping[str, tuple[str | None, str | None]] | None = None,
+                           ) -> dict[str, dict[str, str | None]]:
+        """Open advisories naming a path in ``touched``: ``id -> {path: content at its parent}``;
+        with ``head`` (``path -> (content id, meaning key)`` at the revision), only those it may
+        restore (:func:`restore_rows.candidates`)."""
         with self.reads.connect() as db:  # paths are stored cleaned (storage.sanitise): so are the keys
-            return restore_rows.candidates(db, repo_id, [clean_text(p) for p in touched])
+            return restore_rows.candidates(db, repo_id, [clean_text(p) for p in touched],
+                                           None if head is None else {clean_text(p): v for p, v in head.items()})
 
     def get_advisory(self, advisory_id: str) -> AdvisoryRecord | None:
         with self.session() as s:

@@ -123,13 +123,15 @@ class AdvisoryRestoreRow(SQLModel, table=True):
     """A changed path of an open advisory and its content at the advisory's parent."""
 
     __tablename__ = "advisory_restore"
-    __table_args__ = (Index("ix_advisory_restore_repo_path", "repo_id", "path"),)
+    __table_args__ = (Index("ix_advisory_restore_repo_path_content", "repo_id", "path", "content_id"),
+                      Index("ix_advisory_restore_repo_path_key", "repo_id", "path", "meaning_key"))
 
     id: int | None = Field(default=None, primary_key=True)
     advisory_id: str = Field(foreign_key="advisories.id", index=True, max_length=64)
     repo_id: str = Field(max_length=200)
     path: str = Field(sa_column=Column(Text, nullable=False))
     content_id: str = Field(max_length=80)  # "" when the parent did not have the file
+    meaning_key: str | None = Field(default=None, max_length=64)  # keyed documents: tracker.diff.meaning
 
 
 class BlobRow(SQLModel, table=True):

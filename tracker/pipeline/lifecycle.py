@@ -4,9 +4,10 @@ the commits the now bounded range holds as its ``versions``.
 
 Only advisories naming a file this revision changed can become restored by it (their other
 files are as they were at the parent, where they were not restored), so the store's restore
-index is asked for those alone, with their parents' content; the commits a range holds come
-from the commit index. No tree parse, no graph walk, no scan of every open advisory per
-revision (issue 17).
+index is asked for those alone, with their parents' content; of those, it leaves out by index
+the ones whose keyed document means something else here (the check below would rule them out
+by the same keys). The commits a range holds come from the commit index. No tree parse, no
+graph walk, no scan of every open advisory per revision (issue 17).
 
 "Restores" is semantic (issue 11): the files are back byte for byte, or a diff of the
 advisory's parent against this revision finds no change with a severity on them (same parsed
@@ -24,12 +25,10 @@ from typing import Any
 
 from advisories.osv import VERSIONS_MAX, add_fixed, is_open, restores
 from advisories.rules import apply_rules
+from storage.restore_rows import stored_meaning_key
 from storage.store import Store
 from tracker.diff import diff_artifacts
 from tracker.diff.meaning import KEYED_DOCUMENTS, meaning_key
-from tracker.errors import InvalidContent
-from tracker.extract import paths as extract_paths
-from tracker.extract.jsonsafe import load_json
 from tracker.model import Artifacts, Change, FileEntry, RevisionDiff
 from tracker.pipeline.kept import Kept
 from tracker.pipeline.stored import stored_artifacts
@@ -60,18 +59,21 @@ def fixed_updates(
     """Edits for every open advisory whose changed files are back to their earlier content
     (byte for byte or semantically), and what each restore covers (for :func:`demote_restores`).
 
-    Every open advisory naming a touched path is a candidate, so their number grows with the
-    history; each costs a comparison of content ids and of meaning keys (kept per content id),
-    and only one that passes both is read and, when its bytes differ, diffed in full."""
+    The candidates are the open advisories naming a touched path less those the index rules
+    out by content id and meaning key (stored with each row); each left costs a comparison of
+    content ids and of meaning keys (kept per content id), and only one that passes both is
+    read and, when its bytes differ, diffed in full."""
     out: list[tuple[dict[str, Any], str]] = []
     restored: list[Restored] = []
     parents: dict[str, Artifacts | None] = {}
+    head_content = {f.path: f.content_id for f in head.files}
+    touched = set(touched)
     head_keys: dict[str, str | None] = {}
-    head_content = {f.path: f.content_id for f in head.files}  # once: the candidates are many
-    for adv_id, before in sorted(store.restore_candidates(repo_id, touched).items()):
-        same = restores(before, before, {p: head_content.get(p) for p in before})
-        if not same and _meaning_differs(store, before, head, head_keys):
+    probe = restore_probe(head, head_content, touched, head_keys)
+    for adv_id, before in sorted(store.restore_candidates(repo_id, touched, probe).items()):
+        if not may_restore(store, before, head, head_content, head_keys):
             continue
+        same = restores(before, before, {p: head_content.get(p) for p in before})
         adv = store.get_advisory(adv_id)
         if adv is None or adv.sha == head_sha or adv_id in skip or not is_open(adv.record):
             continue
@@ -87,6 +89,25 @@ def fixed_updates(
         out.append((add_fixed(adv.record, head_sha, now, affected=held), f"restored by {head_sha}"))
         restored.append(Restored(adv_id, parent, tuple(sorted(before))))
     return out, restored
+
+
+def restore_probe(head: Artifacts, head_content: Mapping[str, str], touched: Iterable[str],
+                  head_keys: dict[str, str | None]) -> dict[str, tuple[str | None, str | None]]:
+    """``path -> (content id, meaning key)`` at ``head`` of its touched keyed documents, what
+    the restore index matches its rows with; the keys are kept in ``head_keys`` too."""
+    wanted = set(touched)
+    for path, attr in KEYED_DOCUMENTS.items():
+        if path in wanted and path not in head_keys:
+            head_keys[path] = meaning_key(path, getattr(head, attr))
+    return {path: (head_content.get(path), head_keys[path]) for path in KEYED_DOCUMENTS if path in wanted}
+
+
+def may_restore(store: Store, before: Mapping[str, str | None], head: Artifacts,
+                head_content: Mapping[str, str], head_keys: dict[str, str | None]) -> bool:
+    """The cheap checks of a candidate: its files are back byte for byte, or no keyed document
+    of them means something else at ``head`` (then only the full diff can tell)."""
+    return restores(before, before, {p: head_content.get(p) for p in before}) or not _meaning_differs(
+        store, before, head, head_keys)
 
 
 def _meaning_differs(store: Store, before: Mapping[str, str | None], head: Artifacts,
@@ -119,10 +140,7 @@ def _parent_key(store: Store, path: str, content: str) -> str | None:
     raw = store.get_blob(content) if content.startswith("git:") else None  # small files: by blob id
     if raw is None:  # not held (yet): no key, the full diff decides
         return None
-    try:
-        key = meaning_key(path, load_json(raw, max_bytes=extract_paths.max_content_bytes(path)))
-    except InvalidContent:
-        key = None
+    key = stored_meaning_key(path, raw)
     _PARENT_KEYS.put((path, content), key)
     return key
 

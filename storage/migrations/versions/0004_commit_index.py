@@ -66,7 +66,7 @@ def upgrade() -> None:
     from storage import commit_rows, restore_rows
 
     commit_rows.rebuild(op.get_bind())
-    restore_rows.rebuild(op.get_bind())
+    restore_rows.rebuild(op.get_bind(), meaning_keys=False)  # 0013 adds the keys
 
 
 def downgrade() -> None:
