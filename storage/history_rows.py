@@ -126,8 +126,8 @@ _TIME = {
               "ELSE strftime('%Y-%m-%dT%H:%M:%SZ', {t}) END",
     "postgresql": "to_char({t} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')",
 }
-_PAGE_HEAD = ("WITH page AS (SELECT id, seq, sha, parent, committed_at, title, authors, severity, advisory_id, "
-              "reachable FROM revisions WHERE repo_id = {repo} AND seq < {before} ORDER BY seq DESC LIMIT {n}) ")
+_PAGE_COLUMNS = "id, seq, sha, parent, committed_at, title, authors, severity, advisory_id, reachable"
+_CURSOR = "repo_id = {repo} AND seq < {before}"
 _MARKS = {"sqlite": {"repo": ":repo", "before": ":before", "n": ":n"},
           "postgresql": {"repo": "%(repo)s", "before": "%(before)s", "n": "%(n)s"}}
 # The page's times and plan notes: on PostgreSQL worked out by the database, once per
@@ -136,13 +136,26 @@ _MARKS = {"sqlite": {"repo": ":repo", "before": ":before", "n": ":n"},
 # the statement (issue 17).
 _PAGE_TIME = {"sqlite": "page.committed_at", "postgresql": "page.committed"}
 _PAGE_PLAN = {"sqlite": "c.topics", "postgresql": "CAST(c.topics AS jsonb) ? 'plan.delta'"}
-_PAGE_CTE = {"sqlite": _PAGE_HEAD, "postgresql": _PAGE_HEAD.replace(
-    "reachable FROM", "reachable, " + _TIME["postgresql"].format(t="committed_at") + " AS committed FROM")}
-_PAGE = {dialect: _PAGE_CTE[dialect].format(**_MARKS[dialect])
-         + f"SELECT page.seq, page.sha, {_PAGE_TIME[dialect]}, page.title, page.severity, page.advisory_id, "
-         f"page.reachable, c.kind, c.path, c.summary, c.severity, {_PAGE_PLAN[dialect]} "
-         "FROM page LEFT JOIN changes c ON c.revision_id = page.id ORDER BY page.seq DESC, c.idx"
-         for dialect in _MARKS}
+
+
+def _head(dialect: str, where: str, limit: str | None, *, committed: bool = False) -> str:
+    """The revisions of a page (``where``, newest first, at most ``limit``) as ``page``."""
+    columns = _PAGE_COLUMNS + (", " + _TIME["postgresql"].format(t="committed_at") + " AS committed"
+                               if committed and dialect == "postgresql" else "")
+    return (f"WITH page AS (SELECT {columns} FROM revisions WHERE {where}"
+            + (f" ORDER BY seq DESC LIMIT {limit}) " if limit else ") "))
+
+
+def page_sql(dialect: str, where: str, limit: str | None = None) -> str:
+    """What :func:`page` reads (``id`` first) of the revisions ``where`` selects: newest first
+    (one repo's, at most ``limit``), or by id (a batch of entries to keep, any repos)."""
+    return (_head(dialect, where, limit, committed=True)
+            + f"SELECT page.id, page.seq, page.sha, {_PAGE_TIME[dialect]}, page.title, page.severity, "
+            f"page.advisory_id, page.reachable, c.kind, c.path, c.summary, c.severity, {_PAGE_PLAN[dialect]} "
+            f"FROM page LEFT JOIN changes c ON c.revision_id = page.id ORDER BY {'page.seq DESC' if limit else 'page.id'}, c.idx")
+
+
+_PAGE = {d: page_sql(d, _CURSOR.format(**m), m["n"]) for d, m in _MARKS.items()}
 
 
 def _plan_in_topics(topics: str) -> bool:
@@ -157,29 +170,33 @@ def _plan_in_topics(topics: str) -> bool:
 def page(conn: Any, repo_id: str, *, before_seq: int | None, limit: int) -> list[PageRevision]:
     """Up to ``limit`` revisions newest first, ``before_seq`` exclusive, each with the part of
     its changes pages show (never their details): one statement, on the driver's cursor."""
-    out: list[PageRevision] = []
+    rows = driver_rows(conn, _PAGE[conn.dialect.name], page_params(repo_id, before_seq, limit))
+    return [rev for _, rev in page_revisions(rows, conn.dialect.name == "sqlite")]
+
+
+def page_revisions(rows: Sequence[Any], sqlite: bool) -> list[tuple[int, PageRevision]]:
+    """The ``(id, revision)`` of the rows :func:`page_sql` reads."""
+    out: list[tuple[int, PageRevision]] = []
     last = None
-    sqlite = conn.dialect.name == "sqlite"
-    for seq, sha, committed, title, sev, adv, reachable, kind, path, summary, csev, plan in driver_rows(
-            conn, _PAGE[conn.dialect.name], _page_params(repo_id, before_seq, limit)):
-        if seq != last:
-            last = seq
-            out.append(PageRevision(seq, sha, rfc3339(committed) if sqlite else committed, title, sev, adv,
-                                    bool(reachable), []))
+    for rid, seq, sha, committed, title, sev, adv, reachable, kind, path, summary, csev, plan in rows:
+        if rid != last:
+            last = rid
+            out.append((rid, PageRevision(seq, sha, rfc3339(committed) if sqlite else committed, title, sev, adv,
+                                          bool(reachable), [])))
         if kind is not None:
-            out[-1].changes.append(PageChange(kind, path, summary, csev,
-                                              _plan_in_topics(plan) if sqlite else bool(plan)))
+            out[-1][1].changes.append(PageChange(kind, path, summary, csev,
+                                                 _plan_in_topics(plan) if sqlite else bool(plan)))
     return out
 
 
-def _page_params(repo_id: str, before_seq: int | None, limit: int) -> dict[str, Any]:
+def page_params(repo_id: str, before_seq: int | None, limit: int) -> dict[str, Any]:
     return {"repo": repo_id, "before": NO_CURSOR if before_seq is None else before_seq, "n": limit}
 
 
 # A page's entries encoded by the database, one row each (issue 17): building 50 objects and
 # their changes out of ~130 joined rows in Python cost more than the statement. The stored
 # authors are spliced; changes in their order.
-_ENTRY = {
+_ENTRY_OF = {
     "sqlite": "json_object('sha', sha, 'parent', parent, 'committed_at', {time}, 'title', title, "
               "'authors', json(coalesce(authors, '[]')), 'severity', severity, 'advisory_id', advisory_id, "
               "'changes', json((SELECT json_group_array(json_object('kind', c.kind, 'path', c.path, "
@@ -191,15 +208,24 @@ _ENTRY = {
                   "'summary', c.summary, 'severity', c.severity) ORDER BY c.idx) FROM changes c "
                   "WHERE c.revision_id = page.id), '[]'::json)) AS TEXT)",
 }
-_PAGE_JSON = {dialect: _PAGE_HEAD.format(**_MARKS[dialect]) + "SELECT seq, "
-              + _ENTRY[dialect].format(time=_TIME[dialect].format(t="committed_at")) + " FROM page ORDER BY seq DESC"
-              for dialect in _MARKS}
+#: one revision's entry (``revision_json`` without detail) over ``page``'s row, as the database encodes it
+ENTRY = {d: e.format(time=_TIME[d].format(t="committed_at")) for d, e in _ENTRY_OF.items()}
+
+
+def entries_sql(dialect: str, where: str, limit: str | None = None) -> str:
+    """``(seq, entry)`` (``id`` for ``seq`` when no ``limit``: a batch of entries to keep) of
+    the revisions ``where`` selects, newest first."""
+    return (_head(dialect, where, limit) + ("SELECT seq, " if limit else "SELECT id, ")
+            + ENTRY[dialect] + (" FROM page ORDER BY seq DESC" if limit else " FROM page"))
+
+
+_PAGE_JSON = {d: entries_sql(d, _CURSOR.format(**m), m["n"]) for d, m in _MARKS.items()}
 
 
 def page_json(conn: Any, repo_id: str, *, before_seq: int | None, limit: int) -> list[tuple[int, str]]:
     """The same page as the revisions API's entries (``revision_json`` without detail), each
     ``(seq, JSON text)``, encoded by the database in the one statement (no row decoded here)."""
-    return driver_rows(conn, _PAGE_JSON[conn.dialect.name], _page_params(repo_id, before_seq, limit))
+    return driver_rows(conn, _PAGE_JSON[conn.dialect.name], page_params(repo_id, before_seq, limit))
 
 
 def driver_rows(conn: Any, sql: str, params: dict[str, Any]) -> list[Any]:

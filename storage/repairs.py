@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, insert, update
 from sqlmodel import Session, col, delete, select
 
-from storage import commit_rows, restore_rows
+from storage import commit_rows, history_entries, restore_rows
 from storage.records import Amendment, NewRevision, PendingRepair
 from storage.sanitise import clean_text, storable_amendment
 from storage.tables import (
@@ -286,7 +286,8 @@ def append_amendment(s: Any, repo_id: str, rev: RevisionRow, before: dict[str, A
         revision_id=rev.id, repo_id=repo_id, after_seq=newest[0], reason=reason, before=before,
         severity=rev.severity, recorded_at=now,
         chain_hash=amendment_hash(tip, rev.sha, rev.severity, now_shown["changes"], reason)))
-    # the revision's history entry changed: pages kept per history version are made again (issue 17)
+    # the revision's history entry changed: made again, and pages kept per history version too (issue 17)
+    history_entries.write(s, rev.id, rev.id)
     s.execute(update(RepoRow).where(col(RepoRow.id) == repo_id)
               .values(history_version=col(RepoRow.history_version) + 1))
     s.flush()

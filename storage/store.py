@@ -20,7 +20,7 @@ from sqlalchemy import select as core_select
 from sqlalchemy.exc import DataError, IntegrityError, StatementError
 from sqlmodel import Session, col, select
 
-from storage import commit_rows, history_rows, repairs, restore_rows, revision_rows
+from storage import commit_rows, history_entries, history_rows, repairs, restore_rows, revision_rows
 from storage.blob_cache import BlobCache
 from storage.commit_answers import CommitAnswers
 from storage.engine import make_engine, migrate
@@ -358,6 +358,7 @@ class Store:
                 transaction.rollback()
                 return False
             revision_rows.insert_changes(db, revision_id, rev.changes)
+            history_entries.write(db, revision_id, revision_id, fresh=True)  # its page entry, kept
             if rev.plan is not None:
                 revision_rows.insert_plan(db, revision_id, rev.plan, rev.plan_delta)
             if rev.unreadable:  # read again by later polls, and the revision amended (issue 10)
@@ -461,10 +462,10 @@ class Store:
             return history_rows.probe(conn, repo_id)
 
     @contextmanager
-    def history_reader(self) -> Iterator[history_rows.HistoryReader]:
+    def history_reader(self) -> Iterator[history_entries.KeptReader]:
         """A request's probe, repo and page on one connection (one pool checkout)."""
         with self.reads.connect() as conn:
-            yield history_rows.HistoryReader(conn, _versioned_repo_on)
+            yield history_entries.KeptReader(conn, _versioned_repo_on)
 
     def history_page(self, repo_id: str, *, before_seq: int | None, limit: int) -> list[history_rows.PageRevision]:
         """What a history page shows of up to ``limit`` revisions (see :func:`history_rows.page`)."""

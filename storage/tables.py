@@ -157,6 +157,20 @@ class ChangeRow(SQLModel, table=True):
     detail: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
 
 
+class HistoryEntryRow(SQLModel, table=True):
+    """A revision's history entry as pages show it, made when it is written (storage.history_entries):
+    the revisions API's JSON entry and the repo page's row without what a page splices in."""
+
+    __tablename__ = "history_entries"
+
+    revision_id: int = Field(foreign_key="revisions.id", primary_key=True)
+    entry: str = Field(sa_column=Column(Text, nullable=False))
+    row_head: str = Field(sa_column=Column(Text, nullable=False))
+    row_tail: str = Field(sa_column=Column(Text, nullable=False))
+    row_advisory: str | None = Field(default=None, sa_column=Column(Text))
+    row_option: str = Field(sa_column=Column(Text, nullable=False))
+
+
 class PlanRow(SQLModel, table=True):
     __tablename__ = "plans"
 

@@ -14,13 +14,13 @@ import pytest
 from fastapi.testclient import TestClient
 from starlette.routing import Match
 
+from storage.history_markup import _esc
 from storage.history_rows import _TIME, _plan_in_topics, rfc3339
 from storage.renames import RenameEvent, rename_repo
 from tests.api.data import START, seed_history, settings
 from tracker.api.app import create_app
 from tracker.api.dispatch import literal_parts
 from tracker.api.history_fast import HistoryPageFastPath
-from tracker.api.history_views import _esc
 from tracker.model import Change, ChangeKind, Severity
 
 HOSTILE = ["a", "<", ">", "&", '"', "'", " ", "\\", "\n", "é", "🤗", "plan.delta", '"plan.delta"', "\\u0070", "/", "%2F"]

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisories.rules import reasons
+from storage.history_markup import cut, sentence  # the history rows' too, kept in the store
 from tracker.model import Change, ChangeKind
 
 MAX_ROWS = 200
@@ -140,23 +141,6 @@ class ChangeView:
 
 
 # -- text helpers ------------------------------------------------------------------------
-
-
-def sentence(text: str) -> str:
-    """A summary as a sentence: capital first letter, a full stop."""
-    text = " ".join(str(text).split())
-    if not text:
-        return ""
-    first = text.split(" ", 1)[0]
-    if first.isalpha():  # "chat template ..." -> "Chat template ...", but never "Config.json" or "Eos_token_id"
-        text = text[0].upper() + text[1:]
-    return text if text.endswith((".", "!", "?", "…")) else text + "."
-
-
-def cut(text: str, limit: int = CELL_MAX) -> str:
-    """One line of at most ``limit`` characters, an ellipsis where it was cut."""
-    text = " ".join(str(text).split()) if "\n" not in str(text) else str(text)
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def show_value(value: Any) -> str:

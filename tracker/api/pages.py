@@ -19,7 +19,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
-from storage.history_rows import HistoryReader
+from storage.history_entries import KeptReader
 from storage.records import RevisionRecord
 from storage.store import Store
 from tracker.api.history_views import history_html
@@ -82,12 +82,12 @@ def first_parent_range(store: Store, repo_id: str, base: str, head: str) -> tupl
     return out, current == base
 
 
-def _history_html(reader: HistoryReader, u: Urls, repo_id: str, before: int | None, size: int) -> Markup:
+def _history_html(reader: KeptReader, u: Urls, repo_id: str, before: int | None, size: int) -> Markup:
     """The repo page's compare form (the page's revisions suggested), history table and pager."""
-    revs = reader.page(repo_id, limit=size + 1, before_seq=before)
+    revs = reader.page_rows(repo_id, limit=size + 1, before_seq=before)
     next_url = None
     if len(revs) > size and size:
-        next_url = u.repo(repo_id) + "?" + urlencode({"cursor": revs[size - 1].seq, "limit": size})
+        next_url = u.repo(repo_id) + "?" + urlencode({"cursor": revs[size - 1][0], "limit": size})
     return history_html(u.repo(repo_id), f"{u.root}/advisories", revs[:size], cursor=before, next_url=next_url,
                         first_url=u.repo(repo_id))
 

@@ -1,0 +1,108 @@
+"""Each revision's history entry, made when it is written and kept in ``history_entries``:
+the revisions API's JSON entry (as the database encodes it, :data:`storage.history_rows.ENTRY`)
+and the repo page's row (:func:`storage.history_markup.row_parts`).
+
+A page at a random cursor encoded its 50 entries on every request: the statement's JSON
+functions and the rows' markup were most of a page's CPU (issue 17). A page is now one
+indexed statement over the kept entries (:func:`page_json`, :func:`page_rows`). Entries are
+made by the same statements and markup the pages used, over the rows just written, so the
+bytes are the same; every write that changes what a revision's entry shows makes it again in
+its own transaction (a new revision, an amendment: :func:`storage.repairs.append_amendment`).
+Reachability, the repo's URL and the root are not in them (a rewrite, a rename or a proxy
+changes those): they are spliced in when a page is read. A page with any revision that has
+no entry (a row written by a release before this table) is read as before (None here).
+
+Imports: stdlib, sqlalchemy, sqlmodel, storage.history_markup, storage.history_rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel import Session
+
+from storage import history_rows as H
+from storage.history_markup import row_parts
+
+BACKFILL_BATCH = 1000  # revisions per statement of the backfill: memory bounded by this
+
+_MARKS = {"sqlite": {"lo": ":lo", "hi": ":hi", "repo": ":repo", "before": ":before", "n": ":n"},
+          "postgresql": {"lo": "%(lo)s", "hi": "%(hi)s", "repo": "%(repo)s", "before": "%(before)s", "n": "%(n)s"}}
+_IDS = "id >= {lo} AND id <= {hi}"
+_ENTRIES = {d: H.entries_sql(d, _IDS.format(**m)) for d, m in _MARKS.items()}
+_ROWS = {d: H.page_sql(d, _IDS.format(**m)) for d, m in _MARKS.items()}
+_INSERT = {d: "INSERT INTO history_entries (revision_id, entry, row_head, row_tail, row_advisory, row_option) "
+              f"VALUES ({', '.join(f'%(p{i})s' if d == 'postgresql' else f':p{i}' for i in range(6))})"
+           for d in _MARKS}
+_DELETE = {d: "DELETE FROM history_entries WHERE revision_id >= {lo} AND revision_id <= {hi}".format(**m)
+           for d, m in _MARKS.items()}
+_BATCH = {"sqlite": "SELECT id FROM revisions WHERE id > :last ORDER BY id LIMIT :n",
+          "postgresql": "SELECT id FROM revisions WHERE id > %(last)s ORDER BY id LIMIT %(n)s"}
+_KEPT = ("SELECT r.seq, {columns} FROM revisions r LEFT JOIN history_entries e ON e.revision_id = r.id "
+         "WHERE r.repo_id = {repo} AND r.seq < {before} ORDER BY r.seq DESC LIMIT {n}")
+_PAGE_JSON = {d: _KEPT.format(columns="e.entry", **m) for d, m in _MARKS.items()}
+_PAGE_ROWS = {d: _KEPT.format(columns="r.sha, r.reachable, e.row_head, e.row_tail, e.row_advisory, e.row_option", **m)
+              for d, m in _MARKS.items()}
+
+
+def write(db: Any, lo: int, hi: int, *, fresh: bool = False) -> int:
+    """Make the entries of revisions ``lo`` to ``hi`` (ids) again, in ``db``'s transaction
+    (a Connection or a Session); ``fresh``: none is kept yet (a new revision). Returns how many."""
+    conn = db.connection() if isinstance(db, Session) else db
+    dialect = conn.dialect.name
+    bounds = {"lo": lo, "hi": hi}
+    entries = dict(H.driver_rows(conn, _ENTRIES[dialect], bounds))
+    rows = [{"p0": rid, "p1": entries[rid], "p2": p.head, "p3": p.tail, "p4": p.advisory, "p5": p.option}
+            for rid, rev in H.page_revisions(H.driver_rows(conn, _ROWS[dialect], bounds), dialect == "sqlite")
+            for p in (row_parts(rev),)]
+    cur = conn.connection.cursor()
+    try:
+        if not fresh:
+            cur.execute(_DELETE[dialect], bounds)
+        if rows:
+            cur.executemany(_INSERT[dialect], rows)
+    finally:
+        cur.close()
+    return len(rows)
+
+
+def backfill(conn: Any, batch: int | None = None) -> int:
+    """Every stored revision's entries (migration 0013, the benchmark's seed), ``batch``
+    (:data:`BACKFILL_BATCH`) revisions at a time; returns how many."""
+    batch = batch or BACKFILL_BATCH
+    last, done = 0, 0
+    while True:
+        found = [r[0] for r in H.driver_rows(conn, _BATCH[conn.dialect.name], {"last": last, "n": batch})]
+        if not found:
+            return done
+        done += write(conn, found[0], found[-1])
+        last = found[-1]
+
+
+def page_json(conn: Any, repo_id: str, *, before_seq: int | None, limit: int) -> list[tuple[int, str]] | None:
+    """``(seq, entry)`` of a page, newest first, from the kept entries; None when one is missing."""
+    rows = H.driver_rows(conn, _PAGE_JSON[conn.dialect.name], H.page_params(repo_id, before_seq, limit))
+    return None if any(entry is None for _, entry in rows) else rows
+
+
+def page_rows(conn: Any, repo_id: str, *, before_seq: int | None, limit: int) -> list[Any] | None:
+    """``(seq, sha, reachable, head, tail, advisory, option)`` of a page, newest first (see
+    :class:`storage.history_markup.RowParts`); None when one is missing."""
+    rows = H.driver_rows(conn, _PAGE_ROWS[conn.dialect.name], H.page_params(repo_id, before_seq, limit))
+    return None if any(r[3] is None for r in rows) else rows
+
+
+class KeptReader(H.HistoryReader):
+    """A page's reads from the kept entries, and as before where a page has a revision without one."""
+
+    def page_json(self, repo_id: str, *, before_seq: int | None, limit: int) -> list[tuple[int, str]]:
+        kept = page_json(self.conn, repo_id, before_seq=before_seq, limit=limit)
+        return kept if kept is not None else H.page_json(self.conn, repo_id, before_seq=before_seq, limit=limit)
+
+    def page_rows(self, repo_id: str, *, before_seq: int | None, limit: int) -> list[Any]:
+        """As :func:`page_rows`; made here from :func:`storage.history_rows.page` where one is missing."""
+        kept = page_rows(self.conn, repo_id, before_seq=before_seq, limit=limit)
+        if kept is not None:
+            return kept
+        return [(r.seq, r.sha, r.reachable, p.head, p.tail, p.advisory, p.option)
+                for r in H.page(self.conn, repo_id, before_seq=before_seq, limit=limit) for p in (row_parts(r),)]
