@@ -543,7 +543,7 @@ def run(url: str, *, repos: int, per_repo: int, every: int = 3, requests: int = 
             rebuild(conn)
         out |= {"index_s": index_t["wall_s"], "index_cpu_s": index_t["cpu_s"], "index_db_cpu_s": index_t["db_cpu_s"]}
         progress(f"{store.dialect}: making the history entries")
-        with timed(store) as entries_t, store.engine.begin() as conn:  # as migration 0013 makes them
+        with timed(store) as entries_t, store.engine.begin() as conn:  # as migration 0014 makes them
             history_entries.backfill(conn)
         out |= {"entries_s": entries_t["wall_s"], "entries_cpu_s": entries_t["cpu_s"],
                 "entries_db_cpu_s": entries_t["db_cpu_s"]}

@@ -67,7 +67,7 @@ def write(db: Any, lo: int, hi: int, *, fresh: bool = False) -> int:
 
 
 def backfill(conn: Any, batch: int | None = None) -> int:
-    """Every stored revision's entries (migration 0013, the benchmark's seed), ``batch``
+    """Every stored revision's entries (migration 0014, the benchmark's seed), ``batch``
     (:data:`BACKFILL_BATCH`) revisions at a time; returns how many."""
     batch = batch or BACKFILL_BATCH
     last, done = 0, 0

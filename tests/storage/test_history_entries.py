@@ -1,4 +1,4 @@
-"""History entries kept per revision (issue 17, migration 0013): a page read from them is
+"""History entries kept per revision (issue 17, migration 0014): a page read from them is
 byte for byte the page made from the revisions and changes as before, on SQLite and
 PostgreSQL, with hostile repo content, after a rewrite, a rename and an upgrade; a page with
 a revision that has no entry is made as before."""
@@ -30,7 +30,7 @@ HOSTILE = ["<script>alert(1)</script>", 'a "quoted" & \'single\'', "tab\there  t
            "ünïcödé → ✓", "x" * 90, "&amp; already", "/../%2e?#frag", ""]
 
 
-# -- the repo page's history as it was made before 0013 (tracker/api/history_views.py at c2aa785) --
+# -- the repo page's history as it was made before 0014 (tracker/api/history_views.py at c2aa785) --
 def _quiet(c: H.PageChange) -> str:
     return f"{c.path}: {sentence(c.summary)}" if c.path and c.path not in c.summary else sentence(c.summary)
 
@@ -184,14 +184,14 @@ def test_a_page_with_a_revision_without_an_entry_is_made_as_before(store) -> Non
 
 
 def test_an_upgraded_database_gets_every_revisions_entry(store, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Migration 0013 on a store whose revisions have no entries (as a release before it left
+    """Migration 0014 on a store whose revisions have no entries (as a release before it left
     it), a few revisions per batch: every revision's entry, the pages as before."""
     _hostile_history(store)
     seed_history(store, "org/other", n=5)
     with store.engine.begin() as c:
         want = sorted(c.execute(text("SELECT * FROM history_entries")).all())
         c.execute(text("DROP TABLE history_entries"))
-        c.execute(text("UPDATE alembic_version SET version_num = '0012'"))
+        c.execute(text("UPDATE alembic_version SET version_num = '0013'"))
     monkeypatch.setattr(history_entries, "BACKFILL_BATCH", 3)
     migrate(store.engine)
     with store.engine.connect() as c:
