@@ -27,6 +27,7 @@ to a worker thread only on a miss.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import os
@@ -35,8 +36,11 @@ import time
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
+
+import anyio.to_thread
 
 from storage import commit_rows
 from storage.commit_index import OPEN
@@ -254,19 +258,55 @@ class CommitAnswers:
                 wires = self._wires(_labels(cursor, param_mark(conn), list(set(shas))))
         finally:
             cursor.close()
-        pieces = [b'{"results":[']
-        append, extend, found = pieces.append, pieces.extend, wires.get
-        for sha in shas:
-            w = found(sha)
-            if w:
-                append(b'{"vulns":[')
-                extend(w)
-            else:
-                append(b"{},")
-        if shas:
-            pieces[-1] = pieces[-1][:-1]
-        append(b"]}")
-        return b"".join(pieces)
+        return _batch_bytes(shas, wires)
+
+    def batch_at(self, shas: Sequence[str], stamp: tuple[Any, ...]) -> bytes | None:
+        """:meth:`batch_json` from :attr:`labels` alone, given a stamp read after the batch
+        arrived (no statement here: for the event loop); None: no map, or ``stamp`` is not its
+        own (the map is dropped). :class:`NotKept` as :meth:`batch_json`."""
+        wires = self._map_wires(shas, stamp)
+        return None if wires is None else _batch_bytes(shas, wires)
+
+    def answer_at(self, shas: Iterable[str], stamp: tuple[Any, ...], *, brief: bool) -> dict[str, Sequence[str]] | None:
+        """:meth:`answer` (``kept_only``) from :attr:`labels` and the kept chains and records
+        alone, given a stamp read after the query arrived (no statement here: for the event
+        loop); None: no map, or ``stamp`` is not its own (the map is dropped). :class:`NotKept`
+        where more would have to be read, or a commit is stored in two repos (merged by :meth:`answer`)."""
+        labels = self._labels_at(stamp)
+        if labels is None:
+            return None
+        wanted = list({s.lower() for s in shas})
+        out: dict[str, Sequence[str]] = dict.fromkeys(wanted, ())
+        full: dict[str, list[tuple[str, str, int]]] = {}  # sha -> (id, repo, version), by id
+        get, keys, versions = self.chains.get, labels.keys, labels.versions
+        for sha, label in zip(wanted, labels.find_all(wanted), strict=True):
+            if label is None:
+                continue  # not stored: answered ()
+            k, pos = label
+            if k == IN_TWO:
+                raise NotKept(sha)
+            c = get(keys[k], versions[k])
+            if not isinstance(c, ChainAnswers):
+                raise NotKept(keys[k])
+            segment = c.at(pos)
+            if brief:
+                out[sha] = segment
+            elif segment:  # a segment's briefs are sorted by id, one per advisory
+                full[sha] = [(c.ids[b], keys[k][0], versions[k]) for b in segment]
+        if full:
+            out.update(self._records(None, "", full, kept_only=True))
+        return out
+
+    def _labels_at(self, stamp: tuple[Any, ...]) -> LabelMap | None:
+        """:attr:`labels` if read at ``stamp``; else None, and a map read at another is dropped."""
+        labels = self.labels
+        if labels is None:
+            return None
+        if stamp != labels.stamp:
+            if self.labels is labels:
+                self.labels, self.labels_dropped = None, True
+            return None
+        return labels
 
     def _wires(self, rows: Iterable[tuple[str, str, int, int, int | None]]) -> dict[str, tuple[bytes, ...] | None]:
         """Each labelled commit's wire pieces (None: it holds nothing), from the label rows."""
@@ -291,12 +331,14 @@ class CommitAnswers:
     def _wires_from_map(self, cursor: Any, shas: Sequence[str]) -> dict[str, tuple[bytes, ...] | None] | None:
         """:meth:`_wires` from :attr:`labels` (a commit it lacks is not stored), after one
         read of the stamp; None: no map, or a write since it was read (the map is dropped)."""
-        labels = self.labels
-        if labels is None:
+        if self.labels is None:
             return None
-        if read_stamp(cursor) != labels.stamp:
-            if self.labels is labels:
-                self.labels, self.labels_dropped = None, True
+        return self._map_wires(shas, read_stamp(cursor))
+
+    def _map_wires(self, shas: Sequence[str], stamp: tuple[Any, ...]) -> dict[str, tuple[bytes, ...] | None] | None:
+        """:meth:`_wires` from :attr:`labels` if read at ``stamp`` (else None)."""
+        labels = self._labels_at(stamp)
+        if labels is None:
             return None
         get = self.chains.get
         keys, versions = labels.keys, labels.versions
@@ -468,6 +510,23 @@ class CommitAnswers:
         return kept_chains, kept_records
 
 
+def _batch_bytes(shas: Sequence[str], wires: dict[str, tuple[bytes, ...] | None]) -> bytes:
+    """``{"results":[...]}`` of ``shas`` (in order) from each one's wire pieces (none: ``{}``)."""
+    pieces = [b'{"results":[']
+    append, extend, found = pieces.append, pieces.extend, wires.get
+    for sha in shas:
+        w = found(sha)
+        if w:
+            append(b'{"vulns":[')
+            extend(w)
+        else:
+            append(b"{},")
+    if shas:
+        pieces[-1] = pieces[-1][:-1]
+    append(b"]}")
+    return b"".join(pieces)
+
+
 def _in(mark: str, n: int) -> str:
     """``IN (?, ...)`` on SQLite; ``= ANY(%s)``, one array parameter, on PostgreSQL (psycopg
     would parse a thousand placeholders per statement)."""
@@ -501,7 +560,10 @@ class KeptQueries:
     trip, no reset per query; autocommit), and :meth:`warm_soon` starts the warm-up once, in
     a daemon thread (:meth:`warm_state` says how it stands). ``inline``: fast enough for
     the event loop (SQLite; on PostgreSQL the label statement is a round trip the loop must
-    not wait on)."""
+    not wait on). :meth:`kept_soon` and :meth:`batch_soon` are awaited on the loop: on
+    PostgreSQL they answer from the label map after one stamp read that started after the
+    call, shared by every query in flight (:meth:`fresh_stamp`: a thread reads it while
+    the loop goes on), with no worker-thread hop; a miss goes to :meth:`kept` in a thread."""
 
     CONNECTIONS = 8  # at most, made on demand and kept; all busy past WAIT_SECONDS: the reader answers
     WAIT_SECONDS = 0.05
@@ -518,6 +580,9 @@ class KeptQueries:
         self._made = 0  # connections open, idle or in use
         self._refreshing = False  # the label map is being read again
         self._refreshed_at = -math.inf
+        # the shared stamp read (not inline): the one running, and the one to start after it
+        self._stamp_running: Future[tuple[Any, ...] | None] | None = None
+        self._stamp_next: Future[tuple[Any, ...] | None] | None = None
 
     def kept(self, shas: Sequence[str], *, brief: bool) -> dict[str, Sequence[str]] | None:
         """The answer from what is kept (one label statement); None: ask the reader."""
@@ -530,6 +595,66 @@ class KeptQueries:
         if self.store.commit_answers.labels_dropped:
             self._refresh_labels_soon()
         return text  # type: ignore[no-any-return]
+
+    async def kept_soon(self, shas: Sequence[str], *, brief: bool) -> dict[str, Sequence[str]] | None:
+        """:meth:`kept`, awaited on the event loop: inline, or (PostgreSQL) from the label map
+        at a stamp read after this call (:meth:`fresh_stamp`, shared), else in a worker thread."""
+        if self.inline:
+            return self.kept(shas, brief=brief)
+        held = await self._from_map(lambda answers, stamp: answers.answer_at(shas, stamp, brief=brief))
+        return held if held is not None else await anyio.to_thread.run_sync(lambda: self.kept(shas, brief=brief))
+
+    async def batch_soon(self, shas: Sequence[str]) -> bytes | None:
+        """:meth:`batch_json`, awaited on the event loop, as :meth:`kept_soon` answers."""
+        if self.inline:
+            return self.batch_json(shas)
+        text = await self._from_map(lambda answers, stamp: answers.batch_at(shas, stamp))
+        return text if text is not None else await anyio.to_thread.run_sync(self.batch_json, shas)
+
+    async def _from_map(self, work: Callable[[CommitAnswers, tuple[Any, ...]], Any]) -> Any:
+        """``work(answers, stamp)`` at a fresh stamp, on the loop; None: no stamp, or not kept."""
+        stamp = await self.fresh_stamp()
+        if stamp is None:
+            return None
+        answers = self.store.commit_answers
+        try:
+            return work(answers, stamp)
+        except NotKept:
+            return None
+        finally:
+            if answers.labels_dropped:  # read again soon, in the background
+                self._refresh_labels_soon()
+
+    async def fresh_stamp(self) -> tuple[Any, ...] | None:
+        """The label stamp (:data:`storage.commit_labels.STAMP`) from a read that started
+        after this call, so that a write committed before it is seen; concurrent callers
+        share reads: one running, and one next that starts when it ends (all who came
+        meanwhile await that one). None: no connection, or the read failed."""
+        return await asyncio.wrap_future(self._stamp_after_now())
+
+    def _stamp_after_now(self) -> Future[tuple[Any, ...] | None]:
+        with self._lock:
+            if self._stamp_running is None:
+                fut = self._stamp_running = Future()
+                start = True
+            else:  # running since before this call: not that one, the next
+                if self._stamp_next is None:
+                    self._stamp_next = Future()
+                fut, start = self._stamp_next, False
+        if start:
+            threading.Thread(target=self._read_stamps, args=(fut,), name="hubwatch-commit-stamp", daemon=True).start()
+        return fut
+
+    def _read_stamps(self, fut: Future[tuple[Any, ...] | None] | None) -> None:
+        """Read the stamp for ``fut``, then for each next one asked for meanwhile, in turn."""
+        while fut is not None:
+            try:
+                fut.set_result(self._use(_read_stamp_on))
+            except BaseException as exc:  # never leave a waiter hanging
+                fut.set_exception(exc)
+            with self._lock:
+                fut, self._stamp_next = self._stamp_next, None
+                self._stamp_running = fut
 
     def _refresh_labels_soon(self) -> None:
         """Read the label map again in a daemon thread: one at a time, at most one start per
@@ -620,6 +745,14 @@ class KeptQueries:
         seconds = time.monotonic() - started
         self._warm_state.update(state="warm", chains=chains, records=records, seconds=round(seconds, 3))
         log.info("commit answers warmed: %d chains, %d records in %.1f s", chains, records, seconds)
+
+
+def _read_stamp_on(conn: Any) -> tuple[Any, ...]:
+    cursor = conn.connection.cursor()
+    try:
+        return read_stamp(cursor)
+    finally:
+        cursor.close()
 
 
 class _Raw:

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 from storage.commit_answers import CommitAnswers, NotKept, build_chain
 from storage.commit_index import OPEN
+from storage.commit_labels import read_stamp
 from storage.commit_rows import affecting_json
 from storage.records import NewRevision
 from tracker.api.osv_routes import commit_batch_json
@@ -78,6 +79,15 @@ def _agree(store: Any, shas: list[str], sizes: tuple[int, ...] | None = None,
             else:
                 assert from_memory is not None
                 assert {sha: list(texts) for sha, texts in from_memory.items()} == want
+            in_two = conn.exec_driver_sql("SELECT sha FROM revisions GROUP BY sha HAVING count(*) > 1").first()
+            stamp = read_stamp(conn.connection.cursor())
+            try:  # the event loop's answer: the label map at a stamp read after the query came
+                at = warmed.answer_at(shas, stamp, brief=brief)
+            except NotKept:
+                assert sizes or in_two, "a warm-up with room for everything missed something a query needs"
+            else:
+                assert at is not None or sizes, "no label map after a warm-up with room for it"
+                assert at is None or {sha: list(texts) for sha, texts in at.items()} == want
             if brief:  # a querybatch's text in one pass, in query order (repeats too)
                 order = [*reversed(shas), *shas[:2]]
                 try:
@@ -89,6 +99,9 @@ def _agree(store: Any, shas: list[str], sizes: tuple[int, ...] | None = None,
                 else:
                     assert text == commit_batch_json(_Answers(want), order, math.inf)
                     assert len(json.loads(text)["results"]) == len(order)
+                    assert warmed.batch_at(order, stamp) in (text, None)
+                    assert warmed.labels is None or warmed.batch_at(order, stamp) == text
+                    assert warmed.batch_at(order, (-1, -1)) is None and warmed.labels is None  # another stamp: dropped
                 if earlier is not None:  # chains read again where stale, then a batch
                     earlier.answer(conn, shas, brief=True)
                     try:
@@ -510,3 +523,112 @@ def test_labels_moved_while_read_are_read_again_later(store: Any, monkeypatch: p
     with store.engine.connect() as conn:
         assert not answers.refresh_labels(conn)
     assert answers.labels is None and answers.labels_dropped
+
+
+def _warm_queries(store: Any, repo: str, shas: list[str]) -> Any:
+    from storage.commit_answers import KeptQueries
+
+    store.add_repo(repo, source=repo, source_kind="hub")
+    for i, sha in enumerate(shas):
+        _store(store, repo, sha, (shas[i - 1],) if i else (), _record(f"x_T-{repo[-1]}{i}", [{"introduced": sha}])
+               if i % 2 == 0 else None)
+    queries = KeptQueries(store)
+    queries.warm_soon()
+    assert queries._warming is not None
+    queries._warming.join(30)
+    assert queries.warm_state()["state"] == "warm"
+    return queries
+
+
+def test_awaited_answers_come_from_memory_at_a_fresh_stamp_and_see_every_write(
+        store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Off the inline path (PostgreSQL; SQLite made to take it too) a commit query and a
+    batch are answered on the loop from the label map after one stamp read, no label
+    statement and no worker thread, byte for byte as the SQL path; a revision written since
+    (another connection, committed before the call) is seen by the very next one."""
+    import asyncio
+
+    import anyio.to_thread
+
+    import storage.commit_answers as module
+
+    shas = [f"{i:040x}" for i in range(51, 56)]
+    queries = _warm_queries(store, "org/awaited", shas)
+    queries.inline = False
+    order = [shas[4], "e" * 40, *shas, shas[0]]
+
+    def want_batch() -> bytes | None:
+        return commit_batch_json(_Answers(store.advisories_affecting_json(order, brief=True)), order, math.inf)
+
+    def no_sql(*args: Any) -> Any:
+        raise AssertionError("labels read by SQL")
+
+    async def no_thread(*args: Any, **kw: Any) -> Any:
+        raise AssertionError("a worker thread")
+
+    batch = want_batch()
+    wants = {brief: store.advisories_affecting_json(shas, brief=brief) for brief in (True, False)}
+    assert any(wants[False].values())
+    with monkeypatch.context() as patch:
+        patch.setattr(module, "_labels", no_sql)
+        patch.setattr(anyio.to_thread, "run_sync", no_thread)
+        assert asyncio.run(queries.batch_soon(order)) == batch
+        for brief in (True, False):
+            got = asyncio.run(queries.kept_soon(shas, brief=brief))
+            want = wants[brief]
+            assert got is not None and {s: list(t) for s, t in got.items()} == {s: list(t) for s, t in want.items()}
+    newest = "d" * 40
+    _store(store, "org/awaited", newest, (shas[-1],), _record("x_T-new", [{"introduced": newest}]))
+    order.append(newest)
+    assert asyncio.run(queries.batch_soon(order)) is None  # the map dropped, the chain stale: the reader answers
+    want = want_batch()  # (the reader keeps the chain at its new version)
+    text = asyncio.run(queries.batch_soon(order))  # labels by SQL, in a thread
+    assert text == want
+    assert [v["id"] for v in json.loads(text or b"")["results"][-1]["vulns"]][-1] == "x_T-new"
+    assert asyncio.run(queries.kept_soon([newest], brief=False)) is None  # its record not kept: the reader
+    want_full = store.advisories_affecting_json([newest], brief=False)
+    got = asyncio.run(queries.kept_soon([newest], brief=False))
+    assert got is not None and list(got[newest]) == list(want_full[newest])
+    assert [json.loads(t)["id"] for t in got[newest]][-1] == "x_T-new"
+
+
+def test_the_shared_stamp_read_started_after_each_caller(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Callers that come while a stamp read runs do not take its value (it may predate a
+    write they saw committed): they share the next read, one for all of them."""
+    import asyncio
+    import threading
+
+    import storage.commit_answers as module
+
+    shas = [f"{i:040x}" for i in range(61, 63)]
+    queries = _warm_queries(store, "org/stamped", shas)
+    queries.inline = False
+    reads: list[tuple[Any, ...]] = []
+    first_read, go_on = threading.Event(), threading.Event()
+    real = module._read_stamp_on
+
+    def read(conn: Any) -> tuple[Any, ...]:
+        stamp = real(conn)
+        reads.append(stamp)
+        if len(reads) == 1:
+            first_read.set()
+            assert go_on.wait(10)
+        return stamp
+
+    monkeypatch.setattr(module, "_read_stamp_on", read)
+
+    async def scenario() -> list[Any]:
+        early = asyncio.ensure_future(queries.fresh_stamp())
+        assert await asyncio.to_thread(first_read.wait, 10)  # read, not yet answered
+        _store(store, "org/stamped", "c" * 40, (shas[-1],))  # committed before the next callers
+        late = [asyncio.ensure_future(queries.fresh_stamp()) for _ in range(5)]
+        await asyncio.sleep(0.05)
+        go_on.set()
+        return [await early, *[await f for f in late]]
+
+    got = asyncio.run(scenario())
+    assert len(reads) == 2  # one for the early caller, one shared by the five late ones
+    assert got[0] == reads[0] and got[1:] == [reads[1]] * 5
+    assert reads[1] != reads[0]  # the write raised the stamp: every late caller sees it
+    assert queries._stamp_running is None and queries._stamp_next is None
+    assert asyncio.run(queries.fresh_stamp()) == reads[1] and len(reads) == 3  # a new caller: a new read

@@ -9,14 +9,12 @@ another route, a body that is not small, an answer not kept) goes to the app unc
 body replayed, so validation, errors (400 code 3, 413) and the OpenAPI document stay the
 route's own.
 
-Imports: stdlib, starlette, tracker.api.{guard,osv_routes,renamed}.
+Imports: stdlib, tracker.api.{guard,osv_routes,renamed}.
 """
 
 from __future__ import annotations
 
 import json
-
-from starlette.concurrency import run_in_threadpool
 
 from tracker.api.guard import NOSNIFF, App, Message, Receive, Scope, Send
 from tracker.api.osv_routes import KeptCommits, plain_commits, vulns_json
@@ -40,11 +38,8 @@ class CommitQueryFastPath:
         commit = _plain_commit(body) if body is not None else None
         held = None
         if commit is not None:
-            self.kept.warm_soon()
-            if self.kept.inline:
-                held = self.kept.kept([commit], brief=False)
-            else:  # a round trip (PostgreSQL): not on the loop
-                held = await run_in_threadpool(self.kept.kept, [commit], brief=False)
+            self.kept.warm_soon()  # (PostgreSQL: after a label stamp read shared by the queries in flight)
+            held = await self.kept.kept_soon([commit], brief=False)
         if commit is None or held is None:
             await self.app(scope, _replay(messages, receive), send)
             return

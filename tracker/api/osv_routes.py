@@ -111,6 +111,15 @@ class KeptCommits(Protocol):
         ``inline``); None when it would need more."""
         ...
 
+    async def kept_soon(self, shas: Sequence[str], *, brief: bool) -> dict[str, Sequence[str]] | None:
+        """:meth:`kept`, awaited on the event loop (where not ``inline``: from memory at a label
+        stamp read after the call, shared by concurrent queries, or in a worker thread)."""
+        ...
+
+    async def batch_soon(self, shas: Sequence[str]) -> bytes | None:
+        """:meth:`batch_json`, awaited on the event loop, as :meth:`kept_soon` answers."""
+        ...
+
     def warm_soon(self) -> None:
         """Start reading what commit queries need ahead, in the background (once)."""
         ...
@@ -145,11 +154,9 @@ def osv_router(reader: AdvisoryReader, *, max_body_bytes: int = MAX_BODY_BYTES,
             held = None
             if kept is not None:
                 kept.warm_soon()
-                if kept.inline:
-                    held = kept.kept([parsed.commit], brief=False)
+                held = await kept.kept_soon([parsed.commit], brief=False)
             if held is None:
-                thread_kept = kept if kept is not None and not kept.inline else None
-                held = await run_in_threadpool(_commit_query, reader, thread_kept, parsed.commit)
+                held = await run_in_threadpool(_commit_query, reader, None, parsed.commit)
             assert held is not None  # no deadline
             return _raw_json(vulns_json(held[parsed.commit]))
         vulns = (await run_in_threadpool(run_queries, reader, [parsed]))[0]
@@ -181,11 +188,11 @@ def osv_router(reader: AdvisoryReader, *, max_body_bytes: int = MAX_BODY_BYTES,
         text: str | bytes | None
         try:
             if shas is not None:
-                # all kept (SQLite): answered here on the loop, no worker-thread hop (issue 17)
-                text = kept.batch_json(shas) if kept is not None and kept.inline else None
+                # all kept: answered here on the loop, no worker-thread hop (issue 17; PostgreSQL:
+                # after a label stamp read shared by the batches in flight)
+                text = await kept.batch_soon(shas) if kept is not None else None
                 if text is None:
-                    thread_kept = kept if kept is not None and not kept.inline else None  # inline: just missed
-                    text = await run_in_threadpool(_commit_batch, reader, thread_kept, shas, deadline)
+                    text = await run_in_threadpool(_commit_batch, reader, None, shas, deadline)
                 elif time.monotonic() > deadline:
                     text = None
             else:
