@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import pytest
+from jinja2 import nodes
 
 from tests.diff.helpers import diff_files, only
 from tracker.diff import probes
 from tracker.diff.probes import PROBES, render_probes, special_tokens
-from tracker.diff.sandbox import FIXED_NOW
+from tracker.diff.sandbox import FIXED_NOW, BoundedSandbox, _Instrument
 
 ESCAPES = {
     "str_mro": "{{ ''.__class__.__mro__ }}",
@@ -247,3 +249,39 @@ def test_bounded_rendering_matches_a_plain_sandbox(
             except Exception:
                 want = None
             assert got.text == want, (name, probe.name, got.error)
+
+
+def _body_cost(body: list[Any]) -> int:
+    """A block body's fuel per run, counted over the tree as parsed: its nodes and text."""
+    n = 0
+    for node in body:
+        for sub in (node, *node.find_all(nodes.Node)):
+            n += 1 + (len(sub.data) // 64 if isinstance(sub, nodes.TemplateData) else 0)
+    return 1 + n // 8
+
+
+def test_each_block_pays_its_parsed_body_and_every_node_has_the_environment() -> None:
+    source = (
+        "{% macro m(x) %}{{ x ~ 'y' * 3 }}" + "z" * 3000 + "{% endmacro %}"
+        "{% for a in [1, 2] %}{% for b in (a, 3) if b > 1 %}{{ m(b) }}{{ {'k': b}['k'] }}"
+        "{{ 'abc'[1:] }}{% endfor %}{% call m(a) %}inner{% endcall %}{% endfor %}"
+    )
+    env = BoundedSandbox()
+    parsed = env.parse(source)
+    blocks = (nodes.For, nodes.Macro, nodes.CallBlock)
+    expected = [_body_cost(b.body) for b in parsed.find_all(blocks)]
+    tree = env.parse(source)
+    _Instrument(env).visit(tree)
+    ticks = []
+    for block in tree.find_all(blocks):
+        first = block.body[0]
+        assert isinstance(first, nodes.Output)
+        call = first.nodes[0]
+        assert isinstance(call, nodes.Call) and call.node.name == "__hw_tick"
+        ticks.append(call.args[0].value)
+    assert ticks == expected and len(ticks) == 4 and max(ticks) > 5
+    for node in (tree, *tree.find_all(nodes.Node)):
+        assert node.environment is env and node.lineno is not None
+    calls = {c.node.name for c in tree.find_all(nodes.Call) if isinstance(c.node, nodes.Name)}
+    assert {"__hw_concat", "__hw_list", "__hw_tuple", "__hw_dict", "__hw_slice",
+            "__hw_compare"} <= calls
