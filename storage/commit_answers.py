@@ -253,9 +253,11 @@ class CommitAnswers:
         (or too big), or a commit is stored in more than one repo: :meth:`answer` merges."""
         cursor = conn.connection.cursor()
         try:
-            wires = self._wires_from_map(cursor, shas)
-            if wires is None:
-                wires = self._wires(_labels(cursor, param_mark(conn), list(set(shas))))
+            labels = self.labels
+            text = None if labels is None else self.batch_at(shas, read_stamp(cursor))
+            if text is not None:
+                return text
+            wires = self._wires(_labels(cursor, param_mark(conn), list(set(shas))))
         finally:
             cursor.close()
         return _batch_bytes(shas, wires)
@@ -264,8 +266,8 @@ class CommitAnswers:
         """:meth:`batch_json` from :attr:`labels` alone, given a stamp read after the batch
         arrived (no statement here: for the event loop); None: no map, or ``stamp`` is not its
         own (the map is dropped). :class:`NotKept` as :meth:`batch_json`."""
-        wires = self._map_wires(shas, stamp)
-        return None if wires is None else _batch_bytes(shas, wires)
+        labels = self._labels_at(stamp)
+        return None if labels is None else self._map_batch(shas, labels)
 
     def answer_at(self, shas: Iterable[str], stamp: tuple[Any, ...], *, brief: bool) -> dict[str, Sequence[str]] | None:
         """:meth:`answer` (``kept_only``) from :attr:`labels` and the kept chains and records
@@ -328,38 +330,31 @@ class CommitAnswers:
             wires[sha] = c.wire[i] if i >= 0 else None
         return wires
 
-    def _wires_from_map(self, cursor: Any, shas: Sequence[str]) -> dict[str, tuple[bytes, ...] | None] | None:
-        """:meth:`_wires` from :attr:`labels` (a commit it lacks is not stored), after one
-        read of the stamp; None: no map, or a write since it was read (the map is dropped)."""
-        if self.labels is None:
-            return None
-        return self._map_wires(shas, read_stamp(cursor))
-
-    def _map_wires(self, shas: Sequence[str], stamp: tuple[Any, ...]) -> dict[str, tuple[bytes, ...] | None] | None:
-        """:meth:`_wires` from :attr:`labels` if read at ``stamp`` (else None)."""
-        labels = self._labels_at(stamp)
-        if labels is None:
-            return None
+    def _map_batch(self, shas: Sequence[str], labels: LabelMap) -> bytes:
+        """:func:`_batch_bytes` of the wire pieces found by ``labels``, in one pass: each
+        commit's pieces in query order (no map of commits to pieces between)."""
         get = self.chains.get
         keys, versions = labels.keys, labels.versions
         chains: dict[int, ChainAnswers] = {}
-        wires: dict[str, tuple[bytes, ...] | None] = {}
+        found: list[tuple[bytes, ...] | None] = []
+        append = found.append
         for sha, label in zip(shas, labels.find_all(shas), strict=True):
-            if label is None:
+            if label is None:  # not stored
+                append(None)
                 continue
             k, pos = label
-            if k == IN_TWO:
-                raise NotKept(sha)
             c = chains.get(k)
             if c is None:
+                if k == IN_TWO:
+                    raise NotKept(sha)
                 hit = get(keys[k], versions[k])
                 if not isinstance(hit, ChainAnswers):
                     raise NotKept(keys[k])
                 c = chains[k] = hit
             index = c.index
             i = index[pos] if 0 <= pos < len(index) else bisect_right(c.starts, pos) - 1  # c.segment_of, inline
-            wires[sha] = c.wire[i] if i >= 0 else None
-        return wires
+            append(c.wire[i] if i >= 0 else None)
+        return _joined(found)
 
     def refresh_labels(self, conn: Any, breathe: Callable[[], None] | None = None) -> bool:
         """Read :attr:`labels` (every commit's label) anew; False: too big, or a write came
@@ -512,16 +507,20 @@ class CommitAnswers:
 
 def _batch_bytes(shas: Sequence[str], wires: dict[str, tuple[bytes, ...] | None]) -> bytes:
     """``{"results":[...]}`` of ``shas`` (in order) from each one's wire pieces (none: ``{}``)."""
+    return _joined(list(map(wires.get, shas)))
+
+
+def _joined(found: Sequence[tuple[bytes, ...] | None]) -> bytes:
+    """``{"results":[...]}`` of each query's wire pieces, in order (None or none: ``{}``)."""
     pieces = [b'{"results":[']
-    append, extend, found = pieces.append, pieces.extend, wires.get
-    for sha in shas:
-        w = found(sha)
+    append, extend = pieces.append, pieces.extend
+    for w in found:
         if w:
             append(b'{"vulns":[')
             extend(w)
         else:
             append(b"{},")
-    if shas:
+    if found:
         pieces[-1] = pieces[-1][:-1]
     append(b"]}")
     return b"".join(pieces)
