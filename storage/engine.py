@@ -46,16 +46,7 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         engine = create_engine(
             url, connect_args={"check_same_thread": False, "timeout": 30}, **pool, **kwargs
         )
-
-        @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA foreign_keys=ON")
-            cur.execute("PRAGMA synchronous=NORMAL")
-            cur.execute("PRAGMA busy_timeout=30000")
-            cur.close()
-
+        _sqlite_pragmas(engine, BUSY_MS)
         return engine
     # 20 at most, as before (10 + 10 overflow), each kept once opened: an overflow connection
     # was closed on its return, so 16 requests in flight started a backend every few requests.
@@ -71,6 +62,35 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
             cur.execute(f"SET idle_in_transaction_session_timeout = {int(IDLE_IN_TRANSACTION_SECONDS * 1000)}")
         dbapi_conn.commit()
 
+    return engine
+
+
+BUSY_MS = 30_000  # how long a SQLite connection waits for a lock
+LOOP_BUSY_MS = 100  # ... and one read on the event loop: past it, the read goes to a worker thread
+
+
+def _sqlite_pragmas(engine: Engine, busy_ms: int) -> None:
+    @event.listens_for(engine, "connect")
+    def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
+        cur.close()
+
+
+def make_loop_engine(url: str) -> Engine | None:
+    """One SQLite connection for reads made on the event loop (a history page is ~0.1 ms of
+    reading: a worker thread's hop and the GIL's hand-overs cost more, issue 17); it waits at
+    most :data:`LOOP_BUSY_MS` for a lock. None for PostgreSQL (a round trip the loop must not
+    wait on) and in-memory databases (a connection of its own would see another database)."""
+    url = normalise_url(url)
+    if not url.startswith("sqlite") or url in ("sqlite://", "sqlite:///:memory:"):
+        return None
+    engine = create_engine(url, poolclass=StaticPool,
+                           connect_args={"check_same_thread": False, "timeout": LOOP_BUSY_MS / 1000})
+    _sqlite_pragmas(engine, LOOP_BUSY_MS)
     return engine
 
 

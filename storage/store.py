@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import sqlite3
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -17,13 +19,13 @@ from typing import Any
 
 from sqlalchemy import Engine, bindparam, func, or_, update
 from sqlalchemy import select as core_select
-from sqlalchemy.exc import DataError, IntegrityError, StatementError
+from sqlalchemy.exc import DataError, IntegrityError, OperationalError, StatementError
 from sqlmodel import Session, col, select
 
 from storage import commit_rows, history_entries, history_rows, repairs, restore_rows, revision_rows
 from storage.blob_cache import BlobCache
 from storage.commit_answers import CommitAnswers
-from storage.engine import make_engine, migrate
+from storage.engine import make_engine, make_loop_engine, migrate
 from storage.records import AdvisoryRecord, NewRevision, RepoRecord, RevisionRecord
 from storage.sanitise import bare, clean_text, storable
 from storage.tables import (
@@ -58,6 +60,10 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+class LoopBusy(Exception):
+    """A read on the event loop could not be made at once: make it in a worker thread."""
+
+
 class Store:
     """Repos, revisions, blobs, plans and advisories (subscriptions live in storage.outbox)."""
 
@@ -67,6 +73,9 @@ class Store:
         # SQLite, leaving autocommit costs a PRAGMA at every return to the pool)
         self.reads = engine if engine.dialect.name == "sqlite" else engine.execution_options(
             isolation_level="AUTOCOMMIT")
+        # SQLite: one connection of its own for the history pages answered on the event loop
+        self.loop_reads = make_loop_engine(engine.url.render_as_string(hide_password=False))
+        self._loop_busy = threading.Lock()
         self.commit_answers = CommitAnswers()  # this process's kept commit answers (issue 17)
         self.blob_cache = BlobCache()  # blobs this process read or wrote (content-addressed: never stale)
 
@@ -80,6 +89,8 @@ class Store:
             yield s
 
     def close(self) -> None:
+        if self.loop_reads is not None:
+            self.loop_reads.dispose()
         self.engine.dispose()
 
     def ping(self) -> bool:
@@ -462,10 +473,24 @@ class Store:
             return history_rows.probe(conn, repo_id)
 
     @contextmanager
-    def history_reader(self) -> Iterator[history_entries.KeptReader]:
-        """A request's probe, repo and page on one connection (one pool checkout)."""
-        with self.reads.connect() as conn:
-            yield history_entries.KeptReader(conn, _versioned_repo_on)
+    def history_reader(self, *, on_loop: bool = False) -> Iterator[history_entries.KeptReader]:
+        """A request's probe, repo and page on one connection (one pool checkout). ``on_loop``
+        (the caller is the event loop): on :attr:`loop_reads`, which waits at most
+        ``LOOP_BUSY_MS`` for a lock; :class:`LoopBusy` when there is none, or it is in use or
+        locked (the caller reads in a worker thread instead)."""
+        if not on_loop:
+            with self.reads.connect() as conn:
+                yield history_entries.KeptReader(conn, _versioned_repo_on)
+            return
+        if self.loop_reads is None or not self._loop_busy.acquire(blocking=False):
+            raise LoopBusy("no connection for the event loop")
+        try:
+            with self.loop_reads.connect() as conn:
+                yield history_entries.KeptReader(conn, _versioned_repo_on)
+        except (OperationalError, sqlite3.OperationalError) as exc:  # locked past LOOP_BUSY_MS
+            raise LoopBusy(str(exc)) from exc
+        finally:
+            self._loop_busy.release()
 
     def history_page(self, repo_id: str, *, before_seq: int | None, limit: int) -> list[history_rows.PageRevision]:
         """What a history page shows of up to ``limit`` revisions (see :func:`history_rows.page`)."""

@@ -16,14 +16,16 @@ Imports: stdlib, starlette, fastapi, markupsafe, storage.store, tracker.api.{gua
 
 from __future__ import annotations
 
+import contextlib
 import re
+from typing import Any
 
 from fastapi import HTTPException
 from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import QueryParams
 
-from storage.store import Store
+from storage.store import LoopBusy, Store
 from tracker.api import pages, rest
 from tracker.api.guard import NOSNIFF, PAGE_HEADERS, App, Receive, Scope, Send
 from tracker.api.page_cache import Kept, PageCache
@@ -51,6 +53,16 @@ class HistoryPageFastPath:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
+    async def _call(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)`` here on the event loop where the store has a connection for it
+        (SQLite: a page is ~0.1 ms of reading, less than a worker thread's hop and the GIL's
+        hand-overs under 16 connections cost, issue 17), else, or when that connection is
+        locked, in a worker thread."""
+        if self.store.loop_reads is not None:
+            with contextlib.suppress(LoopBusy):
+                return fn(*args, True)
+        return await run_in_threadpool(fn, *args)
+
     async def _answer(self, scope: Scope) -> tuple[list[tuple[bytes, bytes]], bytes] | None:
         """The headers and body of this request's page, or None when the app is to answer it."""
         query = scope.get("query_string", b"")
@@ -68,7 +80,7 @@ class HistoryPageFastPath:
         try:
             cursor, limit = rest.page_query(QueryParams(query))
             key = (f"{found['org']}/{found['name']}", cursor, limit, rest.url_path(scope))
-            kept = await run_in_threadpool(rest._kept_page, self.store, self.pages, key, route)
+            kept = await self._call(rest._kept_page, self.store, self.pages, key, route)
         except HTTPException:  # a 400 or a 404: the route's own answer
             return None
         if not isinstance(kept, Kept):  # a former id: the route's 307
@@ -85,7 +97,7 @@ class HistoryPageFastPath:
         if asked is None:  # the route's 400 page
             return None
         root = scope.get("root_path", "").rstrip("/")
-        html, _moved = await run_in_threadpool(pages.repo_page_html, self.store, self.fragments,
+        html, _moved = await self._call(pages.repo_page_html, self.store, self.fragments,
                                                f"{found['org']}/{found['name']}", *asked, root)
         if html is None:  # a former id's 307, or the route's 404 page
             return None

@@ -103,13 +103,14 @@ def page_query(query: Mapping[str, str]) -> tuple[int | None, int] | None:
 
 
 def repo_page_html(store: Store, fragments: PageCache[Markup], repo_id: str, before: int | None, size: int,
-                   root: str) -> tuple[str | None, str | None]:
+                   root: str, on_loop: bool = False) -> tuple[str | None, str | None]:
     """A repo page as ``(HTML, None)``, ``(None, the id it moved to)`` for a former id, or
     ``(None, None)`` when not tracked. The compare form and the history part are rendered once
     per repo version (and cursor) and kept (issue 17); the rest (status, last poll) is read
-    for each request. One connection: the repo with its version, the page if not kept."""
+    for each request. One connection: the repo with its version, the page if not kept
+    (``on_loop``: see :meth:`storage.store.Store.history_reader`)."""
     u = Urls(root)
-    with store.history_reader() as reader:
+    with store.history_reader(on_loop=on_loop) as reader:
         repo, probe = reader.repo_and_probe(repo_id)
         if probe.moved_to is not None or repo is None:
             return None, probe.moved_to

@@ -216,12 +216,13 @@ def rest_router(store: Store, settings: Settings) -> APIRouter:
 
 
 def _kept_page(store: Store, pages: PageCache[Kept], key: tuple[str, int | None, int, str],
-               route: str) -> Kept | str:
+               route: str, on_loop: bool = False) -> Kept | str:
     """The page of ``key`` (repo, cursor, size, path), kept at the version read before it was
     read (a write in between only makes the next request miss); the path to redirect to when
-    the id is a renamed repo's former one; 404 when not tracked."""
+    the id is a renamed repo's former one; 404 when not tracked. ``on_loop``: see
+    :meth:`storage.store.Store.history_reader`."""
     repo_id, before, size, path = key
-    with store.history_reader() as reader:
+    with store.history_reader(on_loop=on_loop) as reader:
         probe = reader.probe(repo_id)
         if probe.moved_to is not None:
             return moved_path(route, probe.moved_to)
