@@ -190,7 +190,7 @@ def test_pages_carry_security_headers(store: Store) -> None:
 def test_querybatch_work_is_budgeted(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
-    from storage.commit_answers import KeptQueries
+    from storage.commit_answers import CommitAnswers, KeptQueries
     from tracker.api import osv_routes
 
     seed_history(store, "org/model", n=3)
@@ -208,6 +208,13 @@ def test_querybatch_work_is_budgeted(store: Store, monkeypatch: pytest.MonkeyPat
         return kept(*a, **kw)
 
     monkeypatch.setattr(KeptQueries, "batch_json", slow_kept)
+    at_stamp = CommitAnswers.batch_at  # (PostgreSQL: the label map's pass, on the loop after a stamp read)
+
+    def slow_at(*a: Any, **kw: Any) -> Any:
+        time.sleep(0.06)
+        return at_stamp(*a, **kw)
+
+    monkeypatch.setattr(CommitAnswers, "batch_at", slow_at)
     monkeypatch.setattr(osv_routes, "BATCH_SECONDS", 0.05)
     client = TestClient(create_app(store, settings()))
     queries = [{"commit": f"{i:040x}"} for i in range(1000)]
