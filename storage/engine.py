@@ -50,7 +50,7 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         return engine
     # 20 at most, as before (10 + 10 overflow), each kept once opened: an overflow connection
     # was closed on its return, so 16 requests in flight started a backend every few requests.
-    engine = create_engine(url, pool_pre_ping=True, pool_size=20, max_overflow=0, **kwargs)
+    engine = create_engine(url, **({"pool_pre_ping": True, "pool_size": 20, "max_overflow": 0} | kwargs))
 
     @event.listens_for(engine, "connect")
     def _end_orphaned_transactions(dbapi_conn: Any, _record: Any) -> None:

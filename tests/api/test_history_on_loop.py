@@ -116,3 +116,36 @@ def test_postgresql_and_memory_stores_have_no_loop_connection(db_url) -> None:  
                 pass
         finally:
             store.close()
+
+
+@pytest.fixture
+def pg_store(pg_url):  # type: ignore[no-untyped-def]
+    store = open_store(pg_url)
+    yield store
+    store.close()
+
+
+def test_postgresql_pages_read_on_after_their_connections_were_dropped(pg_store) -> None:  # type: ignore[no-untyped-def]
+    """The page pool has no pre-ping: a page whose kept connection was dropped (a restarted
+    server) is read once more on fresh connections, not answered 500."""
+    from fastapi.testclient import TestClient
+
+    from storage.store import PAGE_READS_NAME
+    from tests.api.data import settings
+    from tracker.api.app import create_app
+
+    seed_history(pg_store, n=3)
+    client = TestClient(create_app(pg_store, settings()))
+    pages = [PAGE, "/repos/org/model", PAGE + "?limit=2", "/repos/org/model?limit=1"]
+    want = [client.get(p).content for p in pages]  # each read keeps its connection in the pool
+    for n, path in enumerate(pages):
+        with pg_store.engine.connect() as conn:
+            killed = conn.exec_driver_sql(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = %(name)s"
+                " AND datname = current_database()",
+                {"name": PAGE_READS_NAME}).scalar()
+            conn.commit()
+        assert killed >= 1
+        seed_history(pg_store, n=1, first_index=3 + n)  # a page not kept: read from the database
+        got = client.get(path)
+        assert got.status_code == 200 and got.content != want[n]

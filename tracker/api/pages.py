@@ -21,7 +21,7 @@ from markupsafe import Markup
 
 from storage.history_entries import KeptReader
 from storage.records import RevisionRecord
-from storage.store import Store
+from storage.store import Store, read_again_if_dropped
 from tracker.api.history_views import history_html
 from tracker.api.page_cache import PageCache
 from tracker.api.page_models import (
@@ -102,6 +102,7 @@ def page_query(query: Mapping[str, str]) -> tuple[int | None, int] | None:
     return (cursor_value(cursor[:20] if cursor else None), min(size, PAGE_MAX)) if size >= 1 else None
 
 
+@read_again_if_dropped
 def repo_page_html(store: Store, fragments: PageCache[Markup], repo_id: str, before: int | None, size: int,
                    root: str, on_loop: bool = False) -> tuple[str | None, str | None]:
     """A repo page as ``(HTML, None)``, ``(None, the id it moved to)`` for a former id, or

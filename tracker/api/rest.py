@@ -25,7 +25,7 @@ from starlette.concurrency import run_in_threadpool
 
 from storage import repairs
 from storage.records import RepoRecord, RevisionRecord
-from storage.store import Store
+from storage.store import Store, read_again_if_dropped
 from tracker.api import compute
 from tracker.api.auth import token_guard
 from tracker.api.conditional import not_modified
@@ -215,6 +215,7 @@ def rest_router(store: Store, settings: Settings) -> APIRouter:
     return router
 
 
+@read_again_if_dropped
 def _kept_page(store: Store, pages: PageCache[Kept], key: tuple[str, int | None, int, str],
                route: str, on_loop: bool = False) -> Kept | str:
     """The page of ``key`` (repo, cursor, size, path), kept at the version read before it was
