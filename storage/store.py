@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-import psycopg
 from sqlalchemy import Engine, bindparam, func, or_, update
 from sqlalchemy import select as core_select
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError, StatementError
@@ -75,7 +74,13 @@ def read_again_if_dropped(read: Callable[..., T]) -> Callable[..., T]:
     def again(store: Store, *args: Any, **kwargs: Any) -> T:
         try:
             return read(store, *args, **kwargs)
-        except (DBAPIError, psycopg.OperationalError) as exc:
+        except Exception as exc:
+            # imported here: psycopg imported in a SQLite daemon's process made each new
+            # revision's worker answer 100 ms slower to unpickle (benchmarks/new_revision.py)
+            import psycopg
+
+            if not isinstance(exc, (DBAPIError, psycopg.OperationalError)):
+                raise
             dropped = isinstance(exc, psycopg.OperationalError) or exc.connection_invalidated or isinstance(
                 exc.orig, psycopg.OperationalError)
             if not dropped or store.page_reads is store.reads:
