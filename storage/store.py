@@ -75,20 +75,23 @@ def read_again_if_dropped(read: Callable[..., T]) -> Callable[..., T]:
         try:
             return read(store, *args, **kwargs)
         except Exception as exc:
-            # imported here: psycopg imported in a SQLite daemon's process made each new
-            # revision's worker answer 100 ms slower to unpickle (benchmarks/new_revision.py)
-            import psycopg
-
-            if not isinstance(exc, (DBAPIError, psycopg.OperationalError)):
-                raise
-            dropped = isinstance(exc, psycopg.OperationalError) or exc.connection_invalidated or isinstance(
-                exc.orig, psycopg.OperationalError)
-            if not dropped or store.page_reads is store.reads:
+            if store.page_reads is store.reads or not _dropped(exc):  # SQLite, a 404, ...: as raised
                 raise
             store.page_reads.engine.dispose()  # every kept connection may be gone: connect anew
             return read(store, *args, **kwargs)
 
     return again
+
+
+def _dropped(exc: Exception) -> bool:
+    """Whether ``exc`` is PostgreSQL's connection gone (asked on PostgreSQL only: psycopg
+    imported in a SQLite daemon's process made each new revision's worker answer ~100 ms
+    slower to unpickle, benchmarks/new_revision.py)."""
+    import psycopg
+
+    if isinstance(exc, psycopg.OperationalError):  # from the driver's cursor (a page's statements)
+        return True
+    return isinstance(exc, DBAPIError) and (exc.connection_invalidated or isinstance(exc.orig, psycopg.OperationalError))
 
 
 class LoopBusy(Exception):

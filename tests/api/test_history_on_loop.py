@@ -149,3 +149,28 @@ def test_postgresql_pages_read_on_after_their_connections_were_dropped(pg_store)
         seed_history(pg_store, n=1, first_index=3 + n)  # a page not kept: read from the database
         got = client.get(path)
         assert got.status_code == 200 and got.content != want[n]
+
+
+def test_a_sqlite_process_never_imports_psycopg_for_a_page(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """psycopg in a SQLite daemon's process made each new revision ~100 ms dearer (the worker's
+    answer unpickled in the daemon's thread): ``hubwatch run`` serves pages in that process, so
+    neither a page nor a 404 may import it."""
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    script = (
+        "import sys\n"
+        "from fastapi.testclient import TestClient\n"
+        "from storage import open_store\n"
+        "from tests.api.data import seed_history, settings\n"
+        "from tracker.api.app import create_app\n"
+        f"store = open_store({url!r})\n"
+        "seed_history(store, n=2)\n"
+        "client = TestClient(create_app(store, settings()))\n"
+        "codes = [client.get(p).status_code for p in ('/api/v1/repos/org/model/revisions', '/repos/org/model',"
+        " '/api/v1/repos/org/none/revisions', '/repos/org/none')]\n"
+        "print(codes, 'psycopg' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split()[-1] == "False" and "[200, 200, 404, 404]" in out.stdout, out.stdout + out.stderr

@@ -60,7 +60,7 @@ class HistoryPageFastPath:
         locked, in a worker thread."""
         if self.store.loop_reads is not None:
             with contextlib.suppress(LoopBusy):
-                return fn(*args, True)
+                return fn(*args, on_loop=True)
         return await run_in_threadpool(fn, *args)
 
     async def _answer(self, scope: Scope) -> tuple[list[tuple[bytes, bytes]], bytes] | None:

@@ -99,25 +99,16 @@ class Query:
 class KeptCommits(Protocol):
     """Commit answers kept in memory beside the reader (:class:`storage.commit_answers.KeptQueries`)."""
 
-    inline: bool  # :meth:`kept` and :meth:`batch_json` are fast enough to call on the event loop
-
-    def kept(self, shas: Sequence[str], *, brief: bool) -> dict[str, Sequence[str]] | None:
-        """The reader's ``affecting_json`` from what is kept, fast enough for the event loop;
-        None when it would need more (the route then asks the reader in a worker thread)."""
-        ...
-
-    def batch_json(self, shas: Sequence[str]) -> bytes | None:
-        """:func:`commit_batch_json`'s bytes from what is kept (on the event loop only where
-        ``inline``); None when it would need more."""
-        ...
-
     async def kept_soon(self, shas: Sequence[str], *, brief: bool) -> dict[str, Sequence[str]] | None:
-        """:meth:`kept`, awaited on the event loop (where not ``inline``: from memory at a label
-        stamp read after the call, shared by concurrent queries, or in a worker thread)."""
+        """The reader's ``affecting_json`` from what is kept, awaited on the event loop (SQLite:
+        inline; PostgreSQL: from memory at a label stamp read after the call, shared by
+        concurrent queries, or in a worker thread); None when it would need more (the route
+        then asks the reader in a worker thread)."""
         ...
 
     async def batch_soon(self, shas: Sequence[str]) -> bytes | None:
-        """:meth:`batch_json`, awaited on the event loop, as :meth:`kept_soon` answers."""
+        """:func:`commit_batch_json`'s bytes from what is kept, awaited on the event loop as
+        :meth:`kept_soon` answers; None when it would need more."""
         ...
 
     def warm_soon(self) -> None:
@@ -156,7 +147,7 @@ def osv_router(reader: AdvisoryReader, *, max_body_bytes: int = MAX_BODY_BYTES,
                 kept.warm_soon()
                 held = await kept.kept_soon([parsed.commit], brief=False)
             if held is None:
-                held = await run_in_threadpool(_commit_query, reader, None, parsed.commit)
+                held = await run_in_threadpool(commit_answers, reader, [parsed.commit], False)
             assert held is not None  # no deadline
             return _raw_json(vulns_json(held[parsed.commit]))
         vulns = (await run_in_threadpool(run_queries, reader, [parsed]))[0]
@@ -192,7 +183,7 @@ def osv_router(reader: AdvisoryReader, *, max_body_bytes: int = MAX_BODY_BYTES,
                 # after a label stamp read shared by the batches in flight)
                 text = await kept.batch_soon(shas) if kept is not None else None
                 if text is None:
-                    text = await run_in_threadpool(_commit_batch, reader, None, shas, deadline)
+                    text = await run_in_threadpool(commit_batch_json, reader, shas, deadline)
                 elif time.monotonic() > deadline:
                     text = None
             else:
@@ -300,24 +291,6 @@ def commit_batch_json(reader: AdvisoryReader, commits: Sequence[str], deadline: 
     pieces[-1] = pieces[-1][:-1] if commits else pieces[-1]
     pieces.append("]}")
     return "".join(pieces).encode()
-
-
-def _commit_query(reader: AdvisoryReader, kept: KeptCommits | None, commit: str) -> dict[str, Sequence[str]]:
-    """One commit's answer from what is kept when it has all, else from the reader."""
-    held = kept.kept([commit], brief=False) if kept is not None else None
-    if held is None:
-        held = commit_answers(reader, [commit], False)
-    assert held is not None  # no deadline
-    return held
-
-
-def _commit_batch(reader: AdvisoryReader, kept: KeptCommits | None, commits: Sequence[str],
-                  deadline: float) -> bytes | None:
-    """The batch's text from what is kept when it has all (one pass), else from the reader."""
-    text = kept.batch_json(commits) if kept is not None else None
-    if text is None:
-        return commit_batch_json(reader, commits, deadline)
-    return None if time.monotonic() > deadline else text
 
 
 def run_queries(
