@@ -60,6 +60,7 @@ from benchmarks.shards import sharded_repo  # noqa: E402
 from storage import store as store_module  # noqa: E402
 from storage.store import Store, open_store  # noqa: E402
 from tests.hubemu import HubEmulator, RepoBuilder  # noqa: E402
+from tracker import heap  # noqa: E402
 from tracker.hub import hf as hf_module  # noqa: E402
 from tracker.hub.hf import HfSource  # noqa: E402
 from tracker.pipeline import check as check_module  # noqa: E402
@@ -307,7 +308,7 @@ def child(job: dict[str, Any], in_process: bool, profile: cProfile.Profile | Non
     # the setup: another repo read, then a change of it with an advisory (the daemon has
     # recorded advisories before); the repo read before, and moved once since (a model card
     # edit): the measured check finds a daemon in its steady state (statements compiled,
-    # worker forked)
+    # worker forked, the collector settled as the daemon settles it)
     warm, warm_src = RepoBuilder(Path(job["warm_git"])), HfSource(job["warm"], endpoint=job["hub"], timeout=30)
     store.add_repo(job["warm"], source=job["warm"], source_kind="hub", backfill="none")
     for change in (None, _warm_up_files("after")):
@@ -321,6 +322,7 @@ def child(job: dict[str, Any], in_process: bool, profile: cProfile.Profile | Non
             builder.commit(edit, title="Update README.md")
         first = check_repo(store, src, _record(store, repo_id), options)
         assert first.status == "ok", first
+    heap.settle("daemon")  # what a daemon does after its first cycle that checked a repo
     new_commit(builder, sc)
     record = _record(store, repo_id)
     print("ready", flush=True)

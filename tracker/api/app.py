@@ -7,7 +7,6 @@ API only reads the store (and writes rows the daemon acts on: tracked repos, sub
 
 from __future__ import annotations
 
-import gc
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -18,7 +17,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from storage.store import Store
-from tracker import __version__
+from tracker import __version__, heap
 from tracker.api.dispatch import gate_included_routers
 from tracker.api.guard import RequestGuard
 from tracker.api.history_fast import HistoryPageFastPath
@@ -74,7 +73,7 @@ def create_app(
     gate_included_routers(app)  # a router is asked only about paths its routes could match
     app.add_middleware(HistoryPageFastPath, store=store)  # outermost: plain history pages before the stack
     install_openapi(app)
-    _settle_gc()
+    heap.settle("api")  # the first app built: what exists now leaves the collector's walk
     return app
 
 
@@ -85,24 +84,6 @@ async def _warm_up(app: FastAPI) -> AsyncIterator[None]:
     commit queries (issue 17); ``/readyz`` says how it stands."""
     app.state.commit_queries.warm_soon()
     yield
-
-
-_gc_settled = False
-
-
-def _settle_gc() -> None:
-    """Once per process: what exists once the first app is built (modules, routes,
-    templates: ~10^5 objects) is frozen out of the cyclic collector, and young collections
-    run per 20,000 allocations, not 700: a querybatch allocates thousands of containers, and
-    each full collection walked the whole heap (issue 17). Only once, so a process that
-    builds many apps (the tests) does not keep freezing objects that later become garbage."""
-    global _gc_settled
-    if _gc_settled:
-        return
-    _gc_settled = True
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(max(gc.get_threshold()[0], 20_000), 20, 20)
 
 
 def _install_error_shape(app: FastAPI) -> None:

@@ -30,6 +30,7 @@ from storage import scheduling
 from storage.records import RepoRecord
 from storage.store import Store
 from storage.write_retry import describe
+from tracker import heap
 from tracker.daemon.budget import CheckCancelled, RequestBudget, budget_fit
 from tracker.daemon.coverage import FirehoseCoverage, covered_count
 from tracker.daemon.metered import MeteredSource
@@ -127,6 +128,7 @@ class Daemon:
         self.stats.add("cycles")
         self.stats.set(last_cycle_at=base, last_cycle_seconds=time.monotonic() - started)
         if results:
+            heap.settle("daemon")  # once: the first cycle that checked a repo has made the imports it makes
             changed = sum(r.new_revisions for r in results)
             errors = sum(r.status == "error" for r in results)
             log.info("cycle: %d checked, %d new revisions, %d errors, %.1fs", len(results), changed, errors,
