@@ -12,17 +12,19 @@ Reachability, the repo's URL and the root are not in them (a rewrite, a rename o
 changes those): they are spliced in when a page is read. A page with any revision that has
 no entry (a row written by a release before this table) is read as before (None here).
 
-Imports: stdlib, sqlalchemy, sqlmodel, storage.history_markup, storage.history_rows.
+Imports: stdlib, sqlalchemy, sqlmodel, storage.history_markup, storage.history_rows, storage.records.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from sqlmodel import Session
 
 from storage import history_rows as H
 from storage.history_markup import row_parts
+from storage.records import RepoRecord
 
 BACKFILL_BATCH = 1000  # revisions per statement of the backfill: memory bounded by this
 
@@ -79,10 +81,35 @@ def backfill(conn: Any, batch: int | None = None) -> int:
         last = found[-1]
 
 
+#: a page's kept entries and its repo's history version in one statement: a page at a new
+#: cursor is read at once (issue 17: on PostgreSQL the probe's own round trip was a third of
+#: what a random page's reads cost the server). Part 0 is the repo's row, then the page.
+_VERSIONED_PAGE_JSON = {d: ("SELECT 0, history_version, added_at, NULL FROM repos WHERE id = {repo} UNION ALL "
+                            "SELECT 1, p.seq, NULL, p.entry FROM (" + _PAGE_JSON[d] + ") AS p ORDER BY 1, 2 DESC"
+                            ).format(**m) for d, m in _MARKS.items()}
+
+
 def page_json(conn: Any, repo_id: str, *, before_seq: int | None, limit: int) -> list[tuple[int, str]] | None:
     """``(seq, entry)`` of a page, newest first, from the kept entries; None when one is missing."""
     rows = H.driver_rows(conn, _PAGE_JSON[conn.dialect.name], H.page_params(repo_id, before_seq, limit))
     return None if any(entry is None for _, entry in rows) else rows
+
+
+def versioned_page_json(conn: Any, repo_id: str, *, before_seq: int | None, limit: int
+                        ) -> tuple[tuple[Any, Any] | None, list[tuple[int, str]] | None]:
+    """The repo's history version as :func:`storage.history_rows.probe` reads it (None: no repo
+    is tracked under this id; a former one's look-up is the probe's) and :func:`page_json`'s
+    page, read together: the page is the one at that version."""
+    version, page = None, []
+    for part, seq_or_counter, added_at, entry in H.driver_rows(conn, _VERSIONED_PAGE_JSON[conn.dialect.name],
+                                                               H.page_params(repo_id, before_seq, limit)):
+        if part == 0:
+            version = (seq_or_counter, added_at)
+        else:
+            page.append((seq_or_counter, entry))
+    if version is None:
+        return None, None
+    return version, None if any(entry is None for _, entry in page) else page
 
 
 def page_rows(conn: Any, repo_id: str, *, before_seq: int | None, limit: int) -> list[Any] | None:
@@ -92,12 +119,48 @@ def page_rows(conn: Any, repo_id: str, *, before_seq: int | None, limit: int) ->
     return None if any(r[3] is None for r in rows) else rows
 
 
+_ROW_WIDTH = 7  # the columns of :data:`_PAGE_ROWS`
+
+
+@functools.cache
+def _repo_and_rows_sql(repo: H.RepoLookup, dialect: str) -> str:
+    """The repo's row (part 0, :class:`storage.history_rows.RepoLookup`'s columns) and the page's
+    kept rows (part 1) in one statement, each padded with NULLs to the other's columns."""
+    width = len(repo.columns)
+    return (f"SELECT 0, {', '.join(repo.columns)}, {', '.join(['NULL'] * _ROW_WIDTH)} FROM repos "
+            f"WHERE id = {_MARKS[dialect]['repo']} UNION ALL SELECT 1, {', '.join(['NULL'] * width)}, p.* "
+            f"FROM ({_PAGE_ROWS[dialect]}) AS p ORDER BY 1, {width + 2} DESC")
+
+
 class KeptReader(H.HistoryReader):
     """A page's reads from the kept entries, and as before where a page has a revision without one."""
 
     def page_json(self, repo_id: str, *, before_seq: int | None, limit: int) -> list[tuple[int, str]]:
         kept = page_json(self.conn, repo_id, before_seq=before_seq, limit=limit)
         return kept if kept is not None else H.page_json(self.conn, repo_id, before_seq=before_seq, limit=limit)
+
+    def versioned_page_json(self, repo_id: str, *, before_seq: int | None, limit: int
+                            ) -> tuple[tuple[Any, Any] | None, list[tuple[int, str]]]:
+        """As :func:`versioned_page_json`; the page made as before where an entry is missing."""
+        version, kept = versioned_page_json(self.conn, repo_id, before_seq=before_seq, limit=limit)
+        if version is None or kept is not None:
+            return version, kept or []
+        return version, H.page_json(self.conn, repo_id, before_seq=before_seq, limit=limit)
+
+    def repo_and_page_rows(self, repo_id: str, *, before_seq: int | None, limit: int
+                           ) -> tuple[RepoRecord | None, H.RepoProbe, list[Any]]:
+        """:meth:`repo_and_probe` and :meth:`page_rows` in one statement (a repo page at a cursor
+        not kept: issue 17); a former id's look-up, and no rows, when no repo is tracked under it."""
+        width = len(self.repo.columns)
+        rows = H.driver_rows(self.conn, _repo_and_rows_sql(self.repo, self.conn.dialect.name),
+                             H.page_params(repo_id, before_seq, limit))
+        if not rows or rows[0][0] != 0:
+            return None, self.probe(repo_id), []
+        repo, counter = self.repo.record(self.conn.dialect, rows[0][1:width + 1])
+        page = [row[width + 1:] for row in rows[1:]]
+        if any(row[3] is None for row in page):  # a revision without its entry: made as before
+            page = self.page_rows(repo_id, before_seq=before_seq, limit=limit)
+        return repo, H.RepoProbe((counter, repo.added_at)), page
 
     def page_rows(self, repo_id: str, *, before_seq: int | None, limit: int) -> list[Any]:
         """As :func:`page_rows`; made here from :func:`storage.history_rows.page` where one is missing."""

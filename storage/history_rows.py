@@ -59,11 +59,24 @@ def probe(conn: Any, repo_id: str) -> RepoProbe:
     return RepoProbe(version, None if version is not None else moved_to)
 
 
+@dataclass(frozen=True)
+class RepoLookup:
+    """How a page's reader reads the repo (a repo page shows it): ``columns``, the select list
+    over ``repos``, the history counter last; ``record`` makes ``(record, counter)`` of a row's
+    values on a dialect (the store's: :data:`storage.store.REPO_LOOKUP`)."""
+
+    columns: tuple[str, ...]
+    record: Callable[[Any, Sequence[Any]], tuple[RepoRecord, int]]
+
+    def sql(self, dialect: str) -> str:
+        return f"SELECT {', '.join(self.columns)} FROM repos WHERE id = {_MARKS[dialect]['repo']}"
+
+
 class HistoryReader:
     """A page's reads on one connection: :func:`probe`, the repo with it, :func:`page_json`, :func:`page`."""
 
-    def __init__(self, conn: Any, versioned_repo: Callable[[Any, str], tuple[RepoRecord, int] | None]):
-        self.conn, self._versioned_repo = conn, versioned_repo
+    def __init__(self, conn: Any, repo: RepoLookup):
+        self.conn, self.repo = conn, repo
 
     def probe(self, repo_id: str) -> RepoProbe:
         return probe(self.conn, repo_id)
@@ -71,10 +84,10 @@ class HistoryReader:
     def repo_and_probe(self, repo_id: str) -> tuple[RepoRecord | None, RepoProbe]:
         """The repo and what :func:`probe` says of it, in one statement when it is tracked
         (a repo page needs both); a former id's look-up only when it is not."""
-        found = self._versioned_repo(self.conn, repo_id)
-        if found is None:
+        rows = driver_rows(self.conn, self.repo.sql(self.conn.dialect.name), {"repo": repo_id})
+        if not rows:
             return None, self.probe(repo_id)
-        repo, counter = found
+        repo, counter = self.repo.record(self.conn.dialect, rows[0])
         return repo, RepoProbe((counter, repo.added_at))
 
     def page_json(self, repo_id: str, *, before_seq: int | None, limit: int) -> list[tuple[int, str]]:

@@ -523,13 +523,13 @@ class Store:
         locked (the caller reads in a worker thread instead)."""
         if not on_loop:
             with self.page_reads.connect() as conn:
-                yield history_entries.KeptReader(conn, _versioned_repo_on)
+                yield history_entries.KeptReader(conn, REPO_LOOKUP)
             return
         if self.loop_reads is None or not self._loop_busy.acquire(blocking=False):
             raise LoopBusy("no connection for the event loop")
         try:
             with self.loop_reads.connect() as conn:
-                yield history_entries.KeptReader(conn, _versioned_repo_on)
+                yield history_entries.KeptReader(conn, REPO_LOOKUP)
         except (OperationalError, sqlite3.OperationalError) as exc:  # locked past LOOP_BUSY_MS
             raise LoopBusy(str(exc)) from exc
         finally:
@@ -747,10 +747,6 @@ _REPO_READ = select(  # type: ignore[call-overload]
 ).where(col(RepoRow.id) == bindparam("id"))
 
 
-#: the same and the repo's history version: a repo page's look-up in one statement
-_REPO_READ_VERSIONED = _REPO_READ.add_columns(RepoRow.__table__.c.history_version)  # type: ignore[attr-defined]
-
-
 def _repo_on(conn: Any, repo_id: str) -> RepoRecord | None:
     row = conn.execute(_REPO_READ, {"id": repo_id}).first()
     if row is None:
@@ -760,14 +756,34 @@ def _repo_on(conn: Any, repo_id: str) -> RepoRecord | None:
     return RepoRecord(**fields, revisions=int(newest or 0))
 
 
-def _versioned_repo_on(conn: Any, repo_id: str) -> tuple[RepoRecord, int] | None:
-    """The repo and its history counter (``repos.history_version``), or None when not tracked."""
-    row = conn.execute(_REPO_READ_VERSIONED, {"id": repo_id}).first()
-    if row is None:
-        return None
-    fields = dict(row._mapping)
-    newest, counter = fields.pop("newest"), fields.pop("history_version")
+_REPO_PROCESSORS: dict[str, tuple[Callable[[Any], Any] | None, ...]] = {}
+
+
+def _repo_processors(dialect: Any) -> tuple[Callable[[Any], Any] | None, ...]:
+    """Each of :data:`_REPO_FIELDS`' column types' own conversion of the driver's value (SQLite
+    keeps times as text and booleans as integers), per dialect; None where it is the driver's."""
+    found = _REPO_PROCESSORS.get(dialect.name)
+    if found is None:
+        columns = RepoRow.__table__.c  # type: ignore[attr-defined]
+        found = _REPO_PROCESSORS.setdefault(dialect.name, tuple(
+            columns[name].type.dialect_impl(dialect).result_processor(dialect, None) for name in _REPO_FIELDS))
+    return found
+
+
+def _repo_of_values(dialect: Any, row: Sequence[Any]) -> tuple[RepoRecord, int]:
+    """:data:`REPO_LOOKUP`'s row as the record and history counter, each value as the ORM gives
+    it back (:func:`_repo_on`)."""
+    *values, newest, counter = row
+    fields = {name: value if convert is None else convert(value)
+              for name, value, convert in zip(_REPO_FIELDS, values, _repo_processors(dialect), strict=True)}
     return RepoRecord(**fields, revisions=int(newest or 0)), counter
+
+
+#: what :data:`_REPO_READ` reads and the repo's history version, on the driver's cursor: a repo
+#: page reads it at every request, and the engine's statement and row machinery cost as much
+#: as the read (issue 17)
+REPO_LOOKUP = history_rows.RepoLookup(
+    (*_REPO_FIELDS, "(SELECT max(seq) FROM revisions WHERE repo_id = repos.id)", "history_version"), _repo_of_values)
 
 
 def _repo_record(row: RepoRow, revisions: int) -> RepoRecord:

@@ -74,5 +74,9 @@ class VersionedLru(Generic[V]):
             self.size += weight
             return True
 
+    def __contains__(self, key: Hashable) -> bool:
+        """Whether anything is kept for ``key``, at any version (a hint: no lock, no touch)."""
+        return key in self._kept
+
     def __len__(self) -> int:
         return len(self._kept)

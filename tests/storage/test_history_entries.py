@@ -13,7 +13,7 @@ from urllib.parse import quote, urlencode
 
 import pytest
 from markupsafe import Markup
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from storage import history_entries
 from storage import history_rows as H
@@ -138,6 +138,11 @@ def _same_pages(store, repo_id: str, roots: Sequence[str] = ("", "/hub")) -> int
             with store.history_reader() as reader:
                 kept_json = reader.page_json(repo_id, before_seq=before, limit=size + 1)
                 assert kept_json == H.page_json(reader.conn, repo_id, before_seq=before, limit=size + 1)
+                together = reader.versioned_page_json(repo_id, before_seq=before, limit=size + 1)
+                assert together == (reader.probe(repo_id).version, kept_json), (size, before)
+                rows = reader.page_rows(repo_id, before_seq=before, limit=size + 1)
+                assert reader.repo_and_page_rows(repo_id, before_seq=before, limit=size + 1) == (
+                    *reader.repo_and_probe(repo_id), rows), (size, before)
                 revs = H.page(reader.conn, repo_id, before_seq=before, limit=size + 1)
                 for root in roots:
                     u = Urls(root)
@@ -166,6 +171,10 @@ def test_kept_entries_follow_a_rewrite_a_rename_and_an_amendment(store) -> None:
     change = Change(ChangeKind.RENAME, "", "renamed org/model -> org/<new>", (), Severity.HIGH, {})
     rename_repo(store, "org/model", "org/<new>", now=START + timedelta(days=3), edit_record=lambda r: r,
                 event=RenameEvent(head, change, None))  # the head revision amended: a change and a severity more
+    with store.history_reader() as reader:  # the former id: not tracked under it (the probe says where it went)
+        assert reader.versioned_page_json("org/model", before_seq=None, limit=5) == (None, [])
+        assert reader.probe("org/model").moved_to == "org/<new>"
+        assert reader.repo_and_page_rows("org/model", before_seq=None, limit=5) == (None, H.RepoProbe(None, "org/<new>"), [])
     newest = H.page(store.reads.connect(), "org/<new>", before_seq=None, limit=1)[0]
     assert newest.severity == "HIGH" and newest.changes[-1].kind == "rename"
     _same_pages(store, "org/<new>")
@@ -223,3 +232,58 @@ def test_a_new_revision_on_a_store_written_before_keeps_its_entry(store) -> None
         assert history_entries.page_json(reader.conn, "org/model", before_seq=None, limit=1) is not None
         assert history_entries.page_json(reader.conn, "org/model", before_seq=None, limit=2) is None
     _same_pages(store, "org/model", roots=("",))
+
+
+def test_a_page_at_a_cursor_not_kept_is_read_with_its_version_in_one_statement(sqlite_store) -> None:  # type: ignore[no-untyped-def]
+    """The probe (the repo, for a repo page) and the page together where the page is not kept
+    (a random cursor's is rarely: issue 17), the probe alone where it is; the page kept at the
+    version read with it."""
+    seed_history(sqlite_store, n=6)
+    traced: list[str] = []
+
+    def trace(dbapi_conn, _record, _proxy) -> None:  # type: ignore[no-untyped-def]
+        dbapi_conn.set_trace_callback(lambda sql: traced.append(sql) if sql.lstrip().startswith("SELECT") else None)
+
+    kept: PageCache[rest.Kept] = PageCache()
+
+    fragments: PageCache[Markup] = PageCache()
+
+    def statements(before: int | None) -> tuple[int, int]:
+        traced.clear()
+        page = rest._kept_page(sqlite_store, kept, ("org/model", before, 2, "/p"), "/p")
+        assert isinstance(page, rest.Kept) and page.body.count(b'"sha"') == 2
+        json_statements = len(traced)
+        traced.clear()
+        html, _moved = pages.repo_page_html(sqlite_store, fragments, "org/model", before, 2, "")
+        assert html is not None and html.count("<tr>") == 3  # a header and 2 rows
+        return json_statements, len(traced)
+
+    event.listen(sqlite_store.engine, "checkout", trace)
+    try:
+        assert [statements(4), statements(4), statements(3), statements(None)] == [(1, 1)] * 4
+        seed_history(sqlite_store, n=1, first_index=6)  # the version moves: the kept page is a miss
+        assert statements(4) == (2, 2)
+    finally:
+        event.remove(sqlite_store.engine, "checkout", trace)
+
+
+def test_the_repo_pages_read_of_a_repo_is_what_the_orm_reads(store) -> None:  # type: ignore[no-untyped-def]
+    """The repo page's look-up on the driver's cursor gives every field as :meth:`Store.get_repo`
+    does (times as the ORM's UTC type makes them, booleans), in each state a repo can be in."""
+    seed_history(store, n=3)
+    store.add_repo("org/new", source="/srv/git/new", source_kind="git", now=START, repo_url="https://example.org/new")
+    store.add_repo("org/failing", source="org/failing", source_kind="hub", now=START)
+    store.record_poll("org/failing", now=START + timedelta(hours=1), error="503 from the Hub", error_kind="unavailable",
+                      next_check_at=START + timedelta(hours=2))
+    store.record_poll("org/model", now=START + timedelta(minutes=5), next_check_at=START + timedelta(minutes=20),
+                      changed=True)
+    store.add_repo("org/gone", source="org/gone", source_kind="hub", now=START)
+    store.untrack("org/gone")
+    for repo_id in ("org/model", "org/new", "org/failing", "org/gone"):
+        with store.history_reader() as reader:
+            repo, probe = reader.repo_and_probe(repo_id)
+        assert repo == store.get_repo(repo_id), repo_id
+        assert repo is not None and probe.version == (probe.version[0], repo.added_at)
+        assert repo.added_at.tzinfo is not None and isinstance(repo.active, bool)
+    with store.history_reader() as reader:
+        assert reader.repo_and_probe("org/none") == (None, H.RepoProbe(None))

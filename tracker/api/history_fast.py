@@ -16,16 +16,18 @@ Imports: stdlib, starlette, fastapi, markupsafe, storage.store, tracker.api.{gua
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import re
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from fastapi import HTTPException
 from markupsafe import Markup
-from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import QueryParams
 
-from storage.store import LoopBusy, Store
+from storage.store import PAGE_CONNECTIONS, LoopBusy, Store
 from tracker.api import pages, rest
 from tracker.api.guard import NOSNIFF, PAGE_HEADERS, App, Receive, Scope, Send
 from tracker.api.page_cache import Kept, PageCache
@@ -43,6 +45,10 @@ class HistoryPageFastPath:
         self.app, self.store = app, store
         self.pages: PageCache[Kept] = PageCache()
         self.fragments: PageCache[Markup] = PageCache(64 * 1024 * 1024)  # as tracker.api.pages keeps them
+        # the pages' own threads, as many as their connections (more would wait for one): a hop
+        # to one costs a third of anyio's (its limiter and cancel scope; 47 -> 131 us of CPU under
+        # 16 connections, issue 17)
+        self.threads = ThreadPoolExecutor(PAGE_CONNECTIONS, thread_name_prefix="hubwatch-pages")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         answer = await self._answer(scope) if scope["type"] == "http" and scope["method"] == "GET" else None
@@ -57,11 +63,11 @@ class HistoryPageFastPath:
         """``fn(*args)`` here on the event loop where the store has a connection for it
         (SQLite: a page is ~0.1 ms of reading, less than a worker thread's hop and the GIL's
         hand-overs under 16 connections cost, issue 17), else, or when that connection is
-        locked, in a worker thread."""
+        locked, in one of the pages' threads."""
         if self.store.loop_reads is not None:
             with contextlib.suppress(LoopBusy):
                 return fn(*args, on_loop=True)
-        return await run_in_threadpool(fn, *args)
+        return await asyncio.get_running_loop().run_in_executor(self.threads, functools.partial(fn, *args))
 
     async def _answer(self, scope: Scope) -> tuple[list[tuple[bytes, bytes]], bytes] | None:
         """The headers and body of this request's page, or None when the app is to answer it."""

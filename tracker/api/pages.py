@@ -9,7 +9,7 @@ pages and the paste-a-config form are in :mod:`tracker.api.pages_model`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -84,7 +84,11 @@ def first_parent_range(store: Store, repo_id: str, base: str, head: str) -> tupl
 
 def _history_html(reader: KeptReader, u: Urls, repo_id: str, before: int | None, size: int) -> Markup:
     """The repo page's compare form (the page's revisions suggested), history table and pager."""
-    revs = reader.page_rows(repo_id, limit=size + 1, before_seq=before)
+    return _history_of(u, repo_id, before, size, reader.page_rows(repo_id, limit=size + 1, before_seq=before))
+
+
+def _history_of(u: Urls, repo_id: str, before: int | None, size: int, revs: Sequence[Any]) -> Markup:
+    """:func:`_history_html` of the page's ``size + 1`` rows, read."""
     next_url = None
     if len(revs) > size and size:
         next_url = u.repo(repo_id) + "?" + urlencode({"cursor": revs[size - 1][0], "limit": size})
@@ -112,15 +116,23 @@ def repo_page_html(store: Store, fragments: PageCache[Markup], repo_id: str, bef
     (``on_loop``: see :meth:`storage.store.Store.history_reader`)."""
     u = Urls(root)
     with store.history_reader(on_loop=on_loop) as reader:
-        repo, probe = reader.repo_and_probe(repo_id)
+        history: Markup | None = None
+        if ("history", repo_id, before, size, u.root) in fragments:  # kept at some version: read the repo's
+            repo, probe = reader.repo_and_probe(repo_id)
+        else:  # never kept, so a miss at any version: the repo and the page in one statement
+            repo, probe, revs = reader.repo_and_page_rows(repo_id, before_seq=before, limit=size + 1)
+            if repo is not None:
+                history = _history_of(u, repo.id, before, size, revs)
         if probe.moved_to is not None or repo is None:
             return None, probe.moved_to
         key, version = ("history", repo.id, before, size, u.root), probe.version
-        history = fragments.get(key, version) if version is not None else None
+        made = history is not None
         if history is None:
-            history = _history_html(reader, u, repo.id, before, size)
-            if version is not None:
-                fragments.put(key, version, history, 2 * len(history) + 200)
+            history = fragments.get(key, version) if version is not None else None
+        if history is None:
+            history, made = _history_html(reader, u, repo.id, before, size), True
+        if made and version is not None:
+            fragments.put(key, version, history, 2 * len(history) + 200)
     return ENV.get_template("repo.html.j2").render(
         root=root, repo=repo, last_error=public_error(repo.last_error_kind, repo.last_error),
         last_poll=when(repo.last_poll_at) if repo.last_poll_at else None, feed_url=u.feed(repo.id),

@@ -224,7 +224,13 @@ def _kept_page(store: Store, pages: PageCache[Kept], key: tuple[str, int | None,
     :meth:`storage.store.Store.history_reader`."""
     repo_id, before, size, path = key
     with store.history_reader(on_loop=on_loop) as reader:
-        probe = reader.probe(repo_id)
+        if key not in pages:  # never kept: a miss whatever the version, so the page is read with it
+            version, revs = reader.versioned_page_json(repo_id, limit=size + 1, before_seq=before)
+            if version is not None:
+                kept = _history_page(revs, repo_id, size, path)
+                pages.put(key, version, kept, len(kept.body) + 200)
+                return kept
+        probe = reader.probe(repo_id)  # kept at some version, or not tracked under this id
         if probe.moved_to is not None:
             return moved_path(route, probe.moved_to)
         if probe.version is None:
