@@ -117,8 +117,8 @@ def repo_page_html(store: Store, fragments: PageCache[Markup], repo_id: str, bef
     u = Urls(root)
     with store.history_reader(on_loop=on_loop) as reader:
         history: Markup | None = None
-        if ("history", repo_id, before, size, u.root) in fragments:  # kept at some version: read the repo's
-            repo, probe = reader.repo_and_probe(repo_id)
+        if not reader.reads_together or ("history", repo_id, before, size, u.root) in fragments:
+            repo, probe = reader.repo_and_probe(repo_id)  # then the page, where not kept at this version
         else:  # never kept, so a miss at any version: the repo and the page in one statement
             repo, probe, revs = reader.repo_and_page_rows(repo_id, before_seq=before, limit=size + 1)
             if repo is not None:

@@ -224,7 +224,7 @@ def _kept_page(store: Store, pages: PageCache[Kept], key: tuple[str, int | None,
     :meth:`storage.store.Store.history_reader`."""
     repo_id, before, size, path = key
     with store.history_reader(on_loop=on_loop) as reader:
-        if key not in pages:  # never kept: a miss whatever the version, so the page is read with it
+        if reader.reads_together and key not in pages:  # never kept: a miss at any version, so read with it
             version, revs = reader.versioned_page_json(repo_id, limit=size + 1, before_seq=before)
             if version is not None:
                 kept = _history_page(revs, repo_id, size, path)
