@@ -46,8 +46,8 @@ class HistoryPageFastPath:
         self.pages: PageCache[Kept] = PageCache()
         self.fragments: PageCache[Markup] = PageCache(64 * 1024 * 1024)  # as tracker.api.pages keeps them
         # the pages' own threads, as many as their connections (more would wait for one): a hop
-        # to one costs a third of anyio's (its limiter and cancel scope; 47 -> 131 us of CPU under
-        # 16 connections, issue 17)
+        # to one costs a third of anyio's, which adds a limiter and a cancel scope (47 us of CPU
+        # against 131 under 16 connections, issue 17)
         self.threads = ThreadPoolExecutor(PAGE_CONNECTIONS, thread_name_prefix="hubwatch-pages")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
