@@ -81,35 +81,10 @@ def backfill(conn: Any, batch: int | None = None) -> int:
         last = found[-1]
 
 
-#: a page's kept entries and its repo's history version in one statement: a page at a new
-#: cursor is read at once (issue 17: on PostgreSQL the probe's own round trip was a third of
-#: what a random page's reads cost the server). Part 0 is the repo's row, then the page.
-_VERSIONED_PAGE_JSON = {d: ("SELECT 0, history_version, added_at, NULL FROM repos WHERE id = {repo} UNION ALL "
-                            "SELECT 1, p.seq, NULL, p.entry FROM (" + _PAGE_JSON[d] + ") AS p ORDER BY 1, 2 DESC"
-                            ).format(**m) for d, m in _MARKS.items()}
-
-
 def page_json(conn: Any, repo_id: str, *, before_seq: int | None, limit: int) -> list[tuple[int, str]] | None:
     """``(seq, entry)`` of a page, newest first, from the kept entries; None when one is missing."""
     rows = H.driver_rows(conn, _PAGE_JSON[conn.dialect.name], H.page_params(repo_id, before_seq, limit))
     return None if any(entry is None for _, entry in rows) else rows
-
-
-def versioned_page_json(conn: Any, repo_id: str, *, before_seq: int | None, limit: int
-                        ) -> tuple[tuple[Any, Any] | None, list[tuple[int, str]] | None]:
-    """The repo's history version as :func:`storage.history_rows.probe` reads it (None: no repo
-    is tracked under this id; a former one's look-up is the probe's) and :func:`page_json`'s
-    page, read together: the page is the one at that version."""
-    version, page = None, []
-    for part, seq_or_counter, added_at, entry in H.driver_rows(conn, _VERSIONED_PAGE_JSON[conn.dialect.name],
-                                                               H.page_params(repo_id, before_seq, limit)):
-        if part == 0:
-            version = (seq_or_counter, added_at)
-        else:
-            page.append((seq_or_counter, entry))
-    if version is None:
-        return None, None
-    return version, None if any(entry is None for _, entry in page) else page
 
 
 def page_rows(conn: Any, repo_id: str, *, before_seq: int | None, limit: int) -> list[Any] | None:
@@ -119,17 +94,32 @@ def page_rows(conn: Any, repo_id: str, *, before_seq: int | None, limit: int) ->
     return None if any(r[3] is None for r in rows) else rows
 
 
-_ROW_WIDTH = 7  # the columns of :data:`_PAGE_ROWS`
+_JSON_WIDTH, _ROW_WIDTH = 2, 7  # the columns of :data:`_PAGE_JSON` and :data:`_PAGE_ROWS`
+#: what :func:`storage.history_rows.probe` reads of a tracked repo: its history version
+_VERSION_COLUMNS = ("history_version", "added_at")
 
 
 @functools.cache
-def _repo_and_rows_sql(repo: H.RepoLookup, dialect: str) -> str:
-    """The repo's row (part 0, :class:`storage.history_rows.RepoLookup`'s columns) and the page's
-    kept rows (part 1) in one statement, each padded with NULLs to the other's columns."""
-    width = len(repo.columns)
-    return (f"SELECT 0, {', '.join(repo.columns)}, {', '.join(['NULL'] * _ROW_WIDTH)} FROM repos "
-            f"WHERE id = {_MARKS[dialect]['repo']} UNION ALL SELECT 1, {', '.join(['NULL'] * width)}, p.* "
-            f"FROM ({_PAGE_ROWS[dialect]}) AS p ORDER BY 1, {width + 2} DESC")
+def _with_repo_row(dialect: str, columns: tuple[str, ...], page: str, page_width: int) -> str:
+    """The repo's ``columns`` (part 0) and the ``page`` statement's rows (part 1, newest first)
+    in one statement, each padded with NULLs to the other's columns: a page at a cursor not
+    kept is read with its version (issue 17: on PostgreSQL the probe's own round trip was a
+    third of what a random page's reads cost the server)."""
+    pad = ", ".join(["NULL"] * page_width)
+    return (f"SELECT 0, {', '.join(columns)}, {pad} FROM repos WHERE id = {_MARKS[dialect]['repo']} "
+            f"UNION ALL SELECT 1, {', '.join(['NULL'] * len(columns))}, p.* FROM ({page}) AS p "
+            f"ORDER BY 1, {len(columns) + 2} DESC")
+
+
+def _read_with_repo_row(conn: Any, columns: tuple[str, ...], page: dict[str, str], page_width: int,
+                        params: dict[str, Any]) -> tuple[Any, list[Any]]:
+    """(the repo's values, or None when no repo is tracked under the id; the page's rows) of
+    :func:`_with_repo_row`."""
+    width = len(columns)
+    rows = H.driver_rows(conn, _with_repo_row(conn.dialect.name, columns, page[conn.dialect.name], page_width), params)
+    if not rows or rows[0][0] != 0:
+        return None, []
+    return rows[0][1:width + 1], [row[width + 1:] for row in rows[1:]]
 
 
 class KeptReader(H.HistoryReader):
@@ -149,23 +139,26 @@ class KeptReader(H.HistoryReader):
 
     def versioned_page_json(self, repo_id: str, *, before_seq: int | None, limit: int
                             ) -> tuple[tuple[Any, Any] | None, list[tuple[int, str]]]:
-        """As :func:`versioned_page_json`; the page made as before where an entry is missing."""
-        version, kept = versioned_page_json(self.conn, repo_id, before_seq=before_seq, limit=limit)
-        if version is None or kept is not None:
-            return version, kept or []
-        return version, H.page_json(self.conn, repo_id, before_seq=before_seq, limit=limit)
+        """The repo's history version as :meth:`probe` reads it (None: no repo is tracked under
+        this id, nor a page; a former id's look-up is the probe's) and :meth:`page_json`'s page,
+        in one statement: the page is the one at that version."""
+        version, page = _read_with_repo_row(self.conn, _VERSION_COLUMNS, _PAGE_JSON, _JSON_WIDTH,
+                                            H.page_params(repo_id, before_seq, limit))
+        if version is None:
+            return None, []
+        if any(entry is None for _, entry in page):  # a revision without its entry: made as before
+            page = H.page_json(self.conn, repo_id, before_seq=before_seq, limit=limit)
+        return tuple(version), page
 
     def repo_and_page_rows(self, repo_id: str, *, before_seq: int | None, limit: int
                            ) -> tuple[RepoRecord | None, H.RepoProbe, list[Any]]:
         """:meth:`repo_and_probe` and :meth:`page_rows` in one statement (a repo page at a cursor
         not kept: issue 17); a former id's look-up, and no rows, when no repo is tracked under it."""
-        width = len(self.repo.columns)
-        rows = H.driver_rows(self.conn, _repo_and_rows_sql(self.repo, self.conn.dialect.name),
-                             H.page_params(repo_id, before_seq, limit))
-        if not rows or rows[0][0] != 0:
+        values, page = _read_with_repo_row(self.conn, self.repo.columns, _PAGE_ROWS, _ROW_WIDTH,
+                                           H.page_params(repo_id, before_seq, limit))
+        if values is None:
             return None, self.probe(repo_id), []
-        repo, counter = self.repo.record(self.conn.dialect, rows[0][1:width + 1])
-        page = [row[width + 1:] for row in rows[1:]]
+        repo, counter = self.repo.record(self.conn.dialect, values)
         if any(row[3] is None for row in page):  # a revision without its entry: made as before
             page = self.page_rows(repo_id, before_seq=before_seq, limit=limit)
         return repo, H.RepoProbe((counter, repo.added_at)), page

@@ -14,6 +14,7 @@ Imports: stdlib, sqlalchemy, storage.tables, tracker.model.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -69,7 +70,12 @@ class RepoLookup:
     record: Callable[[Any, Sequence[Any]], tuple[RepoRecord, int]]
 
     def sql(self, dialect: str) -> str:
-        return f"SELECT {', '.join(self.columns)} FROM repos WHERE id = {_MARKS[dialect]['repo']}"
+        return _lookup_sql(self.columns, dialect)
+
+
+@functools.cache
+def _lookup_sql(columns: tuple[str, ...], dialect: str) -> str:
+    return f"SELECT {', '.join(columns)} FROM repos WHERE id = {_MARKS[dialect]['repo']}"
 
 
 class HistoryReader:

@@ -21,18 +21,16 @@ _settled: set[str] = set()
 _lock = threading.Lock()
 
 
-def settle(phase: str) -> bool:
+def settle(phase: str) -> None:
     """Collect, freeze what survived, and raise the young threshold: once per ``phase`` and
     process ("api" when the first app is built; "daemon" after the first cycle that checked a
     repo, by when the check path's lazy imports are done). Only once, so a process that builds
-    many apps or daemons (the tests) does not keep freezing objects that later become garbage.
-    Returns whether this call settled it."""
+    many apps or daemons (the tests) does not keep freezing objects that later become garbage."""
     with _lock:
         if phase in _settled:
-            return False
+            return
         _settled.add(phase)
     gc.collect()
     gc.freeze()
     young, middle, old = gc.get_threshold()
     gc.set_threshold(max(young, YOUNG_THRESHOLD), max(middle, 20), max(old, 20))
-    return True
