@@ -11,8 +11,9 @@ generation, which any renderer pays once per text (transformers compiles the sam
 template's first ``apply_chat_template``), and how much the bounded sandbox adds: its
 instrumentation pass and the charges it puts into the generated code.
 
-Templates: every chat template in shared/hf-corpus/tokenizers (a ``chat_template`` string, each
-named one of a list, or a ``.jinja`` file). Stages, CPU of this process, the best of
+Templates: every chat template of the repos in shared/hf-corpus/tokenizers, as the product
+extracts them (``tracker.extract``: chat_template.jinja, or tokenizer_config.json's string or
+named list). Stages, CPU of this process, the best of
 ``--rounds``: Jinja's lexer and parser (``env.parse``), the instrumentation pass, Jinja's code
 generator, Python's ``compile`` of the generated source, and the module's execution
 (``Template.from_code``); then the four probes rendered under one fuel budget
@@ -33,6 +34,7 @@ import platform
 import statistics
 import sys
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from contextlib import suppress
 from datetime import UTC, datetime
@@ -42,38 +44,41 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from jinja2.exceptions import TemplateError  # noqa: E402
 from jinja2.ext import loopcontrols  # noqa: E402
 from jinja2.sandbox import ImmutableSandboxedEnvironment  # noqa: E402
 
+from tests.extract.snapshots import TOKENIZERS, snapshot_of  # noqa: E402
 from tracker.diff.probes import PROBES, special_tokens  # noqa: E402
-from tracker.diff.sandbox import BoundedSandbox, _GenerationTag, _Instrument, _tojson, render_stream  # noqa: E402
+from tracker.diff.sandbox import (  # noqa: E402
+    BoundedSandbox,
+    _GenerationTag,
+    _Instrument,
+    _raise_exception,
+    _strftime_now,
+    _tojson,
+    render_stream,
+)
+from tracker.extract import extract_artifacts  # noqa: E402
 
-CORPUS = ROOT.parent / "shared" / "hf-corpus" / "tokenizers"
 GOAL = 1.5
 STAGES = ("lex + parse", "instrument", "generate", "Python compile", "module")
 
 
 def corpus_templates() -> list[tuple[str, str, dict[str, Any]]]:
-    """(name, template text, its repo's special tokens) of every chat template in the corpus."""
+    """(name, template text, its repo's special tokens) of every chat template in the corpus,
+    as the product extracts them from each repo's files (``tracker.extract``)."""
+    repos: dict[str, dict[str, bytes]] = defaultdict(dict)
+    for path in sorted(TOKENIZERS.iterdir()):
+        for file in ("chat_template.jinja", "tokenizer_config.json"):
+            if path.name.endswith("." + file):
+                repos[path.name.removesuffix("." + file)][file] = path.read_bytes()
     out: list[tuple[str, str, dict[str, Any]]] = []
-    for path in sorted(CORPUS.iterdir()):
-        stem = path.name.removesuffix(".chat_template.jinja").removesuffix(".tokenizer_config.json")
+    for stem, files in sorted(repos.items()):
+        arts = extract_artifacts(snapshot_of(files))
+        tokens = special_tokens(arts.tokenizer_config, arts.special_tokens_map)
         repo = stem.replace("__", "/")
-        if path.name.endswith(".chat_template.jinja"):
-            config_path = CORPUS / f"{stem}.tokenizer_config.json"
-            config = json.loads(config_path.read_text()) if config_path.exists() else {}
-            out.append((f"{repo} (chat_template.jinja)", path.read_text(), special_tokens(config, None)))
-        elif path.name.endswith(".tokenizer_config.json"):
-            config = json.loads(path.read_text())
-            template = config.get("chat_template")
-            tokens = special_tokens(config, None)
-            if isinstance(template, str):
-                out.append((repo, template, tokens))
-            elif isinstance(template, list):
-                for entry in template:
-                    if isinstance(entry, dict) and isinstance(entry.get("template"), str):
-                        out.append((f"{repo} ({entry.get('name', '?')})", entry["template"], tokens))
+        for name, text in arts.chat_templates.items():
+            out.append((repo if name == "default" else f"{repo} ({name})", text, tokens))
     return out
 
 
@@ -109,17 +114,13 @@ def bounded_stages(source: str, tokens: dict[str, Any]) -> dict[str, float]:
     return times
 
 
-def _raise(message: Any) -> None:
-    raise TemplateError(str(message))  # as transformers' raise_exception
-
-
 def jinja_own(source: str, tokens: dict[str, Any]) -> dict[str, float]:
     """Jinja's sandbox as transformers builds it: the compile, then the same probes rendered."""
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
                                         extensions=[loopcontrols, _GenerationTag])
     env.filters["tojson"] = _tojson
-    env.globals["raise_exception"] = _raise
-    env.globals["strftime_now"] = lambda fmt: "26 Jul 2024"
+    env.globals["raise_exception"] = _raise_exception  # raises TemplateError, as transformers' does
+    env.globals["strftime_now"] = _strftime_now
     compile_ms, template = cpu_ms(lambda: env.from_string(source))
 
     def renders() -> None:

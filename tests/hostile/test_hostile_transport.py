@@ -94,9 +94,9 @@ def exchange(port: int, data: bytes, *, timeout: float = 5.0) -> bytes:
     quiet for ``timeout`` seconds)."""
     got = b""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-        # The server may answer and close before it has read all of ``data``: its answer is
-        # still queued on this socket, to be read as a browser would.
-        with suppress(ConnectionResetError, BrokenPipeError):
+        # The server may answer and stop reading (or close) before it has read all of ``data``:
+        # its answer is still queued on this socket, to be read as a browser would.
+        with suppress(ConnectionResetError, BrokenPipeError, TimeoutError):
             s.sendall(data)
         try:
             while more := s.recv(65536):
@@ -134,8 +134,8 @@ def push(port: int, head: bytes, filler: bytes, most: int, tail: bytes = b"") ->
                 sent += len(filler)
             if sent >= most:
                 s.sendall(tail)
-        except (ConnectionResetError, BrokenPipeError):
-            pass  # closed while we sent: its answer, if any, is still queued here
+        except (ConnectionResetError, BrokenPipeError, TimeoutError):
+            pass  # closed, or no longer reading, while we sent: its answer, if any, is queued here
         s.settimeout(10)
         try:
             while b"\r\n\r\n" not in answer and (more := s.recv(65536)):
