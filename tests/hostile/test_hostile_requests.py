@@ -4,8 +4,10 @@ database's words, never costs memory before the token is checked, and never 500s
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -250,3 +252,20 @@ def test_a_compare_is_computed_once_however_often_it_is_asked(tmp_path: Any, mon
     assert {r.status_code for r in answers} == {200} and len({r.text for r in answers}) == 1
     assert len(calls) == 1 and answers[0].json()["changes"]
     store.close()
+
+
+@pytest.mark.parametrize("path", ["/v1/query", "/v1/querybatch", "/api/v1/plan", "/hooks/huggingface"])
+def test_a_client_that_leaves_mid_body_is_not_an_error(slow_body_server: tuple[int, list[int]], path: str,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    """Every route that reads a body: the client's leaving is not logged as the app's failure."""
+    port, _ = slow_body_server
+    with caplog.at_level(logging.ERROR):
+        for _ in range(5):
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                s.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                          f"Content-Length: 100000\r\n\r\n{{\"commit\": \"".encode() + b"a" * 5000)
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:  # served after them
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert s.recv(64).startswith(b"HTTP/1.1 200")
+        time.sleep(0.5)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
