@@ -25,7 +25,7 @@ from sqlmodel import Session, col, select
 from storage import commit_rows, history_entries, history_rows, repairs, restore_rows, revision_rows
 from storage.blob_cache import BlobCache
 from storage.commit_answers import CommitAnswers
-from storage.engine import make_engine, make_loop_engine, migrate
+from storage.engine import make_engine, make_loop_engine, migrate, plan_once
 from storage.records import AdvisoryRecord, NewRevision, RepoRecord, RevisionRecord
 from storage.sanitise import bare, clean_text, storable
 from storage.tables import (
@@ -110,10 +110,11 @@ class Store:
         # PostgreSQL: history pages on a pool of their own without the pre-ping round trip (a
         # quarter of a page's CPU, issue 17); a page that finds its connection dropped is read
         # once more on fresh ones (:func:`read_again_if_dropped`)
-        self.page_reads = self.reads if engine.dialect.name == "sqlite" else make_engine(
+        # (each statement planned once per connection: :func:`storage.engine.plan_once`)
+        self.page_reads = self.reads if engine.dialect.name == "sqlite" else plan_once(make_engine(
             engine.url.render_as_string(hide_password=False), pool_pre_ping=False, pool_size=PAGE_CONNECTIONS,
             connect_args={"application_name": PAGE_READS_NAME},
-        ).execution_options(isolation_level="AUTOCOMMIT")
+        )).execution_options(isolation_level="AUTOCOMMIT")
         # SQLite: one connection of its own for the history pages answered on the event loop
         self.loop_reads = make_loop_engine(engine.url.render_as_string(hide_password=False))
         self._loop_busy = threading.Lock()

@@ -313,3 +313,28 @@ def test_the_repo_pages_read_of_a_repo_is_what_the_orm_reads(store) -> None:  # 
         assert repo.added_at.tzinfo is not None and isinstance(repo.active, bool)
     with store.history_reader() as reader:
         assert reader.repo_and_probe("org/none") == (None, H.RepoProbe(None))
+
+
+def test_postgresql_page_statements_are_planned_once_per_connection(pg_url) -> None:  # type: ignore[no-untyped-def]
+    """The pages' pool plans each prepared statement once (PostgreSQL's own choice planned the
+    repo page's statement anew at every execution: over half its server CPU at a million
+    revisions, issue 17); the store's other connections keep PostgreSQL's default."""
+    from storage import open_store
+
+    store = open_store(pg_url)
+    try:
+        seed_history(store, n=12)
+        with store.history_reader() as reader:
+            for before in range(2, 13):  # prepared by psycopg at its fifth execution
+                _repo, _probe, rows = reader.repo_and_page_rows("org/model", before_seq=before, limit=3)
+                assert [row[0] for row in rows] == list(range(before - 1, max(before - 4, 0), -1))
+            plans = reader.conn.exec_driver_sql(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %(page)s",
+                {"page": "%UNION ALL%"}).all()
+            mode = reader.conn.exec_driver_sql("SHOW plan_cache_mode").scalar()
+        assert mode == "force_generic_plan"
+        assert plans and all(generic >= 6 and custom == 0 for generic, custom in plans), plans
+        with store.engine.connect() as conn:
+            assert conn.exec_driver_sql("SHOW plan_cache_mode").scalar() == "auto"
+    finally:
+        store.close()
