@@ -70,8 +70,8 @@ def plan_once(engine: Engine) -> Engine:
     once, for any parameters (``plan_cache_mode = force_generic_plan``): for the history pages'
     pool, whose statements are index walks by repo and cursor whose plan no parameter changes.
     PostgreSQL's own choice kept planning the repo page's statement anew at every execution
-    (its custom plans looked cheaper), 0.3 of its 0.53 ms of backend CPU a page at a million
-    revisions (issue 17); psycopg prepares a statement at its fifth execution on a connection."""
+    (its custom plans looked cheaper: the same index walk, planned again for each page; issue
+    17); psycopg prepares a statement at its fifth execution on a connection."""
 
     @event.listens_for(engine, "connect")
     def _plan_once(dbapi_conn: Any, _record: Any) -> None:
